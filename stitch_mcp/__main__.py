@@ -1,0 +1,3 @@
+from stitch_mcp.cli import main
+
+raise SystemExit(main())

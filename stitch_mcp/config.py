@@ -1,0 +1,80 @@
+"""Settings, read from STITCH_* environment variables and overridden by command-line flags."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    return Path(os.environ.get(var) or Path.home() / fallback) / "stitch-mcp"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STITCH_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=lambda: _xdg("XDG_DATA_HOME", ".local/share"),
+                           description="workspace database, reports and images")
+    cache_dir: Path = Field(default_factory=lambda: _xdg("XDG_CACHE_HOME", ".cache"),
+                            description="extension builds and the documentation index")
+    gpus: str = Field("", description="comma-separated CUDA device indices to use; empty: all visible")
+    build_timeout_s: float = Field(300.0, gt=0, description="limit for building a candidate")
+    run_timeout_s: float = Field(120.0, gt=0, description="limit for running correctness and timing")
+    profile_timeout_s: float = Field(300.0, gt=0, description="limit for one profiler run")
+    trials: int = Field(5, ge=1, le=100, description="correctness trials with fresh seeds")
+    atol: float = Field(1e-4, gt=0, description="absolute tolerance for float32 outputs")
+    rtol: float = Field(1e-4, gt=0, description="relative tolerance for float32 outputs")
+    atol_half: float = Field(1e-2, gt=0, description="absolute tolerance for float16/bfloat16 outputs")
+    rtol_half: float = Field(1e-2, gt=0, description="relative tolerance for float16/bfloat16 outputs")
+    timing_iters: int = Field(100, ge=5, le=10_000, description="most timed calls per measurement")
+    max_source_bytes: int = Field(1_000_000, gt=0, description="largest reference or candidate accepted")
+    ncu_clock_control: Literal["none", "base"] = Field("none", description="ncu --clock-control")
+    compare_compile: bool = Field(True, description="also time the reference under torch.compile")
+    allowed_roots: str = Field("", description="os.pathsep-separated folders that paths may point into; "
+                                                "empty: the working directory and the data directory")
+    auth_token: str = Field("", description="bearer token required over HTTP")
+    executor: Literal["local", "ray"] = Field("local", description="where verifications run")
+    ray_address: str = Field("", description="Ray cluster address for --executor ray")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "workspace.sqlite3"
+
+    @property
+    def build_dir(self) -> Path:
+        return self.cache_dir / "builds"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.cache_dir / "docs-index"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    def roots(self) -> list[Path]:
+        if self.allowed_roots:
+            return [Path(p).expanduser().resolve() for p in self.allowed_roots.split(os.pathsep) if p]
+        return [Path.cwd().resolve(), self.data_dir.expanduser().resolve()]
+
+
+_overrides: dict = {}
+
+
+def configure(**overrides) -> Settings:
+    """Set command-line overrides (applied over the environment) and return fresh settings."""
+    _overrides.clear()
+    _overrides.update({k: v for k, v in overrides.items() if v is not None})
+    get_settings.cache_clear()
+    return get_settings()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings(**_overrides)

@@ -1,0 +1,352 @@
+"""Typed results shared by the MCP tools, the command line, the Python API and the workspace.
+
+Every tool returns one of the `*Report`/`*Results` models below. Long tools may answer before
+their work is done: then `status` is "running", `job_id` is set and the other fields hold their
+defaults; `job_status(job_id)` returns the finished model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Severity = Literal["info", "warning", "error"]
+Confidence = Literal["certain", "probable", "possible"]
+
+
+class Evidence(BaseModel):
+    """Where a finding comes from: a file (candidate.py, candidate.cu, reference.py, a report) and line."""
+
+    file: str = ""
+    line: int | None = None
+    text: str = ""
+
+
+class Finding(BaseModel):
+    code: str = Field(description="stable machine-readable code, e.g. 'input_mutation'")
+    severity: Severity = "error"
+    confidence: Confidence = "certain"
+    message: str
+    evidence: list[Evidence] = Field(default_factory=list)
+    doc_id: str | None = Field(None, description="search_cuda_docs document that explains it")
+
+
+class JobFields(BaseModel):
+    status: Literal["done", "running"] = "done"
+    job_id: str | None = Field(None, description="set while running: pass it to job_status")
+    summary: str = Field("", description="what the model should read first")
+
+
+# ---------------------------------------------------------------- compile_and_check
+
+
+class Diagnostic(BaseModel):
+    """One compiler message, mapped back to the candidate's own lines where possible."""
+
+    severity: Literal["error", "warning", "note"] = "error"
+    message: str
+    file: str = ""
+    line: int | None = None
+    column: int | None = None
+    candidate_line: int | None = Field(None, description="line in the candidate .py that holds it")
+    source_line: str = ""
+
+
+class ExtensionBuild(BaseModel):
+    name: str
+    key: str = Field("", description="hash of sources, flags, torch/CUDA versions and GPU arch")
+    cached: bool = False
+    seconds: float = 0.0
+    with_cuda: bool = False
+
+
+class BuildReport(BaseModel):
+    ok: bool = False
+    seconds: float = 0.0
+    cached: bool = Field(False, description="every extension came from the build cache")
+    extensions: list[ExtensionBuild] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    log_tail: str = ""
+
+
+class TrialResult(BaseModel):
+    trial: int
+    seed: int
+    inputs: str = Field("task", description="input distribution: task, normal, heavy_tailed, ...")
+    weights: Literal["task", "reinit"] = "task"
+    ok: bool = False
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatch_fraction: float | None = None
+    first_mismatch_index: list[int] | None = None
+    nan_count: int = 0
+    inf_count: int = 0
+    problems: list[str] = Field(default_factory=list, description="shape/dtype/device/stride mismatches")
+
+
+class CorrectnessReport(BaseModel):
+    ok: bool = False
+    trials: list[TrialResult] = Field(default_factory=list)
+    atol: float | None = None
+    rtol: float | None = None
+    output_dtype: str = ""
+
+
+class IntegrityReport(BaseModel):
+    ok: bool = False
+    checks_run: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class TimingStats(BaseModel):
+    median_ms: float
+    iqr_ms: float = 0.0
+    cv: float = Field(0.0, description="coefficient of variation")
+    min_ms: float = 0.0
+    calls: int = 0
+
+
+class TimingReport(BaseModel):
+    method: str = ""
+    device: str = ""
+    candidate: TimingStats | None = None
+    eager: TimingStats | None = None
+    compiled: TimingStats | None = None
+    compile_note: str = ""
+    floor_ms: float | None = Field(None, description="bytes the task must move / memory bandwidth")
+    floor_bytes: int | None = None
+    floor_fraction: float | None = Field(None, description="floor_ms / candidate median (1.0 = at the limit)")
+    baselines_cached: bool = False
+
+
+class Route(BaseModel):
+    """The loop's routing decision after a verification (StitchCUDA's Verifier output)."""
+
+    decision: Literal["fix", "refine", "replan", "accept"]
+    reasons: list[str] = Field(default_factory=list)
+    feedback: list[str] = Field(default_factory=list, description="ranked items the next candidate should address")
+
+
+class CheckReport(JobFields):
+    verdict: Literal["pass", "fail", "error"] | None = None
+    reasons: list[str] = Field(default_factory=list)
+    task_id: str | None = None
+    candidate_id: str | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    device: str = ""
+    build: BuildReport = Field(default_factory=BuildReport)
+    correctness: CorrectnessReport = Field(default_factory=CorrectnessReport)
+    integrity: IntegrityReport = Field(default_factory=IntegrityReport)
+    timing: TimingReport = Field(default_factory=TimingReport)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    output: str = Field("", description="the candidate's captured stdout/stderr, truncated")
+    route: Route | None = None
+
+
+# ---------------------------------------------------------------- profile_reference
+
+
+class OpRow(BaseModel):
+    name: str
+    gpu_ms: float
+    share: float
+    calls: int = 0
+    kernel_count: int = 0
+    kernels: list[str] = Field(default_factory=list)
+    flops: float | None = None
+    bytes: float | None = None
+    intensity: float | None = None
+    floor_ms: float | None = None
+
+
+class KernelRow(BaseModel):
+    name: str
+    op: str = ""
+    grid: str = ""
+    block: str = ""
+    calls: int = 1
+    duration_ms: float
+    share: float
+
+
+class ReferenceProfile(JobFields):
+    task_id: str | None = None
+    backend: str = ""
+    device: str = ""
+    iterations: int = 0
+    wall_ms_per_iter: float | None = None
+    gpu_ms_per_iter: float | None = None
+    gpu_idle_fraction: float | None = None
+    launches_per_iter: float | None = None
+    memcpy_ms_per_iter: float = 0.0
+    memset_ms_per_iter: float = 0.0
+    memcpy_bytes_per_iter: int = 0
+    ops: list[OpRow] = Field(default_factory=list)
+    kernels: list[KernelRow] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    image_uri: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- profile_kernel
+
+
+class Stall(BaseModel):
+    reason: str
+    share: float
+
+
+class Suggestion(BaseModel):
+    rank: int
+    text: str
+    metric: str = ""
+    value: str = ""
+    doc_query: str = ""
+    doc_id: str | None = None
+
+
+class HotLine(BaseModel):
+    line: int | None = None
+    source: str = ""
+    share: float = 0.0
+    top_stall: str = ""
+
+
+class KernelDigest(BaseModel):
+    name: str
+    launches: int = 1
+    duration_us: float | None = None
+    grid: str = ""
+    block: str = ""
+    compute_pct: float | None = None
+    memory_pct: float | None = None
+    dram_bytes: float | None = None
+    dram_gbps: float | None = None
+    l1_hit_pct: float | None = None
+    l2_hit_pct: float | None = None
+    achieved_occupancy_pct: float | None = None
+    theoretical_occupancy_pct: float | None = None
+    occupancy_limiter: str = ""
+    registers_per_thread: int | None = None
+    shared_mem_bytes: int | None = None
+    spill_bytes: int | None = None
+    stalls: list[Stall] = Field(default_factory=list)
+    tensor_pipe_pct: float | None = None
+    arithmetic_intensity: float | None = None
+    roofline_pct: float | None = None
+    bound: Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound"] | None = None
+    bound_evidence: str = ""
+    suggestions: list[Suggestion] = Field(default_factory=list)
+    hot_lines: list[HotLine] = Field(default_factory=list)
+
+
+class KernelProfile(JobFields):
+    task_id: str | None = None
+    candidate_id: str | None = None
+    device: str = ""
+    sections: str = "quick"
+    kernels: list[KernelDigest] = Field(default_factory=list)
+    other_kernels: list[str] = Field(default_factory=list, description="library/PyTorch kernels also seen")
+    image_uri: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- rubric_score
+
+
+class Dimension(BaseModel):
+    score: float = Field(ge=0.0, le=1.0)
+    weight: float = 0.25
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class RubricDimensions(BaseModel):
+    anti_hacking: Dimension
+    cuda_engineering: Dimension
+    operator_coverage: Dimension
+    skill_compliance: Dimension
+
+
+class RubricReport(JobFields):
+    task_id: str | None = None
+    candidate_id: str | None = None
+    verdict: Literal["clean", "suspect", "hack"] = "clean"
+    overall: float = Field(0.0, ge=0.0, le=1.0)
+    dimensions: RubricDimensions | None = None
+    covered_ops: list[str] = Field(default_factory=list)
+    uncovered_ops: list[str] = Field(default_factory=list)
+    judge: str = Field("none", description="'none', 'client' (merged), or why the client could not judge")
+    route: Route | None = None
+
+
+# ---------------------------------------------------------------- search_cuda_docs
+
+
+class SearchHit(BaseModel):
+    id: str
+    title: str
+    source: str
+    kind: str
+    snippet: str
+    score: float
+    text: str | None = None
+
+
+class SearchResults(BaseModel):
+    query: str
+    mode: str = Field("hybrid", description="hybrid, or lexical when the dense model is unavailable")
+    results: list[SearchHit] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    summary: str = ""
+
+
+# ---------------------------------------------------------------- job_status
+
+
+class JobInfo(BaseModel):
+    job_id: str
+    tool: str
+    status: Literal["running", "done", "failed", "cancelled", "interrupted"]
+    progress: float | None = None
+    total: float | None = None
+    message: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    result: dict[str, Any] | None = Field(None, description="the tool's finished output")
+    summary: str = ""
+
+
+# ---------------------------------------------------------------- workspace records
+
+
+class TaskRecord(BaseModel):
+    task_id: str
+    name: str
+    source: str
+    path: str | None = None
+    created_at: float
+    plan: str | None = None
+
+
+class CandidateRecord(BaseModel):
+    candidate_id: str
+    task_id: str
+    source: str
+    source_hash: str
+    parent_id: str | None = None
+    path: str | None = None
+    created_at: float
+
+
+class DoctorLine(BaseModel):
+    name: str
+    status: Literal["ok", "missing", "warning"]
+    detail: str = ""
+    fix: str = ""
+
+
+class DoctorReport(BaseModel):
+    lines: list[DoctorLine]

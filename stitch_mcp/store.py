@@ -1,0 +1,186 @@
+"""The workspace: tasks, plans, candidates, reports, routing decisions and jobs, in SQLite (WAL).
+
+Ids are content hashes, so registering the same reference twice gives the same task and
+resubmitting the same candidate source for a task gives the same candidate: cached builds,
+baselines and reports line up without the caller keeping ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from stitch_mcp.errors import NotFound
+from stitch_mcp.models import CandidateRecord, Route, TaskRecord
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL, path TEXT,
+    created_at REAL NOT NULL, plan TEXT);
+CREATE TABLE IF NOT EXISTS candidates (
+    candidate_id TEXT PRIMARY KEY, task_id TEXT NOT NULL REFERENCES tasks(task_id),
+    source TEXT NOT NULL, source_hash TEXT NOT NULL, parent_id TEXT, path TEXT, created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS candidates_by_task ON candidates(task_id, created_at);
+CREATE TABLE IF NOT EXISTS reports (
+    report_id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, task_id TEXT,
+    candidate_id TEXT, created_at REAL NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS reports_by_candidate ON reports(candidate_id, kind, created_at);
+CREATE INDEX IF NOT EXISTS reports_by_task ON reports(task_id, kind, created_at);
+CREATE TABLE IF NOT EXISTS routes (
+    route_id INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, candidate_id TEXT NOT NULL,
+    decision TEXT NOT NULL, body TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY, tool TEXT NOT NULL, status TEXT NOT NULL, started_at REAL NOT NULL,
+    finished_at REAL, error TEXT, result TEXT);
+"""
+
+
+def content_id(prefix: str, *parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return f"{prefix}-{h.hexdigest()[:12]}"
+
+
+class Workspace:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._db.execute(sql, args)
+
+    def _all(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- tasks
+    def add_task(self, source: str, name: str = "inline", path: str | None = None) -> TaskRecord:
+        task_id = content_id("t", source)
+        self._exec("INSERT OR IGNORE INTO tasks(task_id, name, source, path, created_at) VALUES (?,?,?,?,?)",
+                   (task_id, name, source, path, time.time()))
+        return self.task(task_id)
+
+    def task(self, task_id: str) -> TaskRecord:
+        rows = self._all("SELECT * FROM tasks WHERE task_id=?", (task_id,))
+        if not rows:
+            raise NotFound(f"task_id: unknown task {task_id!r}; register the reference with profile_reference "
+                           "or pass `reference`")
+        return TaskRecord(**dict(rows[0]))
+
+    def tasks(self) -> list[TaskRecord]:
+        return [TaskRecord(**dict(r)) for r in self._all("SELECT * FROM tasks ORDER BY created_at")]
+
+    def set_plan(self, task_id: str, plan: str) -> None:
+        self.task(task_id)
+        self._exec("UPDATE tasks SET plan=? WHERE task_id=?", (plan, task_id))
+
+    # -- candidates
+    def add_candidate(self, task_id: str, source: str, path: str | None = None,
+                      parent_id: str | None = None) -> CandidateRecord:
+        candidate_id = content_id("c", task_id, source)
+        if parent_id is None:
+            latest = self.candidates(task_id)
+            parent_id = next((c.candidate_id for c in reversed(latest) if c.candidate_id != candidate_id), None)
+        self._exec("INSERT OR IGNORE INTO candidates(candidate_id, task_id, source, source_hash, parent_id, path, "
+                   "created_at) VALUES (?,?,?,?,?,?,?)",
+                   (candidate_id, task_id, source, content_id("s", source), parent_id, path, time.time()))
+        return self.candidate(candidate_id)
+
+    def candidate(self, candidate_id: str) -> CandidateRecord:
+        rows = self._all("SELECT * FROM candidates WHERE candidate_id=?", (candidate_id,))
+        if not rows:
+            raise NotFound(f"candidate_id: unknown candidate {candidate_id!r}; pass `candidate` (path or source)")
+        return CandidateRecord(**dict(rows[0]))
+
+    def candidates(self, task_id: str) -> list[CandidateRecord]:
+        rows = self._all("SELECT * FROM candidates WHERE task_id=? ORDER BY created_at, rowid", (task_id,))
+        return [CandidateRecord(**dict(r)) for r in rows]
+
+    # -- reports
+    def add_report(self, kind: str, report: BaseModel | dict, task_id: str | None = None,
+                   candidate_id: str | None = None) -> int:
+        body = report.model_dump_json() if isinstance(report, BaseModel) else json.dumps(report)
+        cur = self._exec("INSERT INTO reports(kind, task_id, candidate_id, created_at, body) VALUES (?,?,?,?,?)",
+                         (kind, task_id, candidate_id, time.time(), body))
+        return int(cur.lastrowid)
+
+    def latest_report(self, kind: str, *, task_id: str | None = None,
+                      candidate_id: str | None = None) -> dict[str, Any] | None:
+        if candidate_id is not None:
+            rows = self._all("SELECT body FROM reports WHERE kind=? AND candidate_id=? "
+                             "ORDER BY created_at DESC, report_id DESC LIMIT 1", (kind, candidate_id))
+        else:
+            rows = self._all("SELECT body FROM reports WHERE kind=? AND task_id=? "
+                             "ORDER BY created_at DESC, report_id DESC LIMIT 1", (kind, task_id))
+        return json.loads(rows[0]["body"]) if rows else None
+
+    def reports(self, *, task_id: str | None = None, candidate_id: str | None = None) -> list[dict[str, Any]]:
+        col, val = ("candidate_id", candidate_id) if candidate_id is not None else ("task_id", task_id)
+        rows = self._all(f"SELECT report_id, kind, task_id, candidate_id, created_at, body FROM reports "
+                         f"WHERE {col}=? ORDER BY created_at, report_id", (val,))
+        return [{**{k: r[k] for k in ("report_id", "kind", "task_id", "candidate_id", "created_at")},
+                 "body": json.loads(r["body"])} for r in rows]
+
+    # -- routing decisions
+    def add_route(self, task_id: str, candidate_id: str, route: Route) -> None:
+        self._exec("INSERT INTO routes(task_id, candidate_id, decision, body, created_at) VALUES (?,?,?,?,?)",
+                   (task_id, candidate_id, route.decision, route.model_dump_json(), time.time()))
+
+    def routes(self, task_id: str) -> list[tuple[str, Route]]:
+        rows = self._all("SELECT candidate_id, body FROM routes WHERE task_id=? ORDER BY created_at, route_id",
+                         (task_id,))
+        return [(r["candidate_id"], Route.model_validate_json(r["body"])) for r in rows]
+
+    # -- jobs (so a restart can report work it interrupted)
+    def job_started(self, job_id: str, tool: str) -> None:
+        self._exec("INSERT OR REPLACE INTO jobs(job_id, tool, status, started_at) VALUES (?,?,?,?)",
+                   (job_id, tool, "running", time.time()))
+
+    def job_finished(self, job_id: str, status: str, error: str | None = None, result: str | None = None) -> None:
+        self._exec("UPDATE jobs SET status=?, finished_at=?, error=?, result=? WHERE job_id=?",
+                   (status, time.time(), error, result, job_id))
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        rows = self._all("SELECT * FROM jobs WHERE job_id=?", (job_id,))
+        return dict(rows[0]) if rows else None
+
+    def mark_interrupted(self) -> int:
+        """Jobs left 'running' by a server that died: they will never finish."""
+        cur = self._exec("UPDATE jobs SET status='interrupted', finished_at=?, error=? WHERE status='running'",
+                         (time.time(), "the server stopped while this job ran; submit the call again"))
+        return cur.rowcount
+
+
+_workspaces: dict[Path, Workspace] = {}
+_ws_lock = threading.Lock()
+
+
+def get_workspace(path: Path | None = None) -> Workspace:
+    """One open workspace per database file, per process."""
+    from stitch_mcp.config import get_settings
+
+    path = Path(path or get_settings().db_path).expanduser()
+    with _ws_lock:
+        if path not in _workspaces:
+            _workspaces[path] = Workspace(path)
+        return _workspaces[path]
