@@ -1,0 +1,93 @@
+"""Loading KernelBench programs inside a worker process: import a reference or candidate from its
+source, build the models, make inputs. Only worker processes call this: it executes user code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+def import_program(source: str, module_name: str, directory: Path) -> ModuleType:
+    """Write `source` to directory/module_name.py and import it under that name.
+
+    Writing a real file (rather than exec of a string) gives tracebacks and compiler messages
+    real line numbers, and lets `inspect.getsource` work inside the candidate.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{module_name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def to_device(value: Any, device: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    return value
+
+
+def make_inputs(reference: ModuleType, device: Any, seed: int) -> list[Any]:
+    """`get_inputs()` under a fixed seed, created directly on `device` where the program allows.
+
+    Running `get_inputs` inside `torch.device(device)` makes factory calls (randn, rand, ...)
+    allocate on the GPU, which avoids building multi-GB inputs on the CPU and copying them over.
+    Tensors it still makes on the CPU are moved afterwards.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+    with torch.device(device):
+        inputs = reference.get_inputs()
+    return list(to_device(list(inputs), device))
+
+
+def init_inputs(reference: ModuleType) -> list[Any]:
+    return list(reference.get_init_inputs())
+
+
+def build_models(reference: ModuleType, candidate: ModuleType, device: Any, seed: int = 0):
+    """The reference Model and the candidate ModelNew with the same constructor arguments.
+
+    Parameters and buffers whose names and shapes match are copied from the reference into the
+    candidate, so a candidate that keeps the reference's layers gets the same weights.
+    """
+    import torch
+
+    args = init_inputs(reference)
+    torch.manual_seed(seed)
+    ref_model = reference.Model(*args).to(device)
+    torch.manual_seed(seed)
+    new_model = candidate.ModelNew(*args).to(device)
+    copy_matching_state(ref_model, new_model)
+    return ref_model.eval(), new_model.eval()
+
+
+def copy_matching_state(src: Any, dst: Any) -> list[str]:
+    """Copy parameters/buffers with the same name and shape from src into dst; returns the names."""
+    import torch
+
+    copied = []
+    dst_state = dst.state_dict()
+    with torch.no_grad():
+        for name, value in src.state_dict().items():
+            target = dst_state.get(name)
+            if isinstance(target, torch.Tensor) and target.shape == value.shape:
+                target.copy_(value)
+                copied.append(name)
+    return copied
