@@ -112,7 +112,8 @@ class JobManager:
         self._lock = threading.Lock()
         self._on_start, self._on_finish = on_start, on_finish
 
-    def submit(self, tool: str, key: str, fn: Callable[[Progress], BaseModel]) -> Job:
+    def submit(self, tool: str, key: str, fn: Callable[..., BaseModel]) -> Job:
+        """Start fn(progress=...) in a thread, or return the job already running for this key."""
         with self._lock:
             self._expire()
             existing = self._jobs.get(self._by_key.get(key, ""))
@@ -129,7 +130,7 @@ class JobManager:
 
     def _run(self, job: Job, fn: Callable[[Progress], BaseModel]) -> None:
         try:
-            job.result = fn(job.progress)
+            job.result = fn(progress=job.progress)
             job.status = "done"
         except Cancelled as exc:
             job.status, job.error = "cancelled", str(exc)

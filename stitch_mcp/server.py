@@ -23,6 +23,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -41,6 +42,7 @@ from stitch_mcp.models import (
 from stitch_mcp.store import get_workspace
 
 log = logging.getLogger("stitch_mcp")
+INVALID_PARAMS = -32602
 
 INSTRUCTIONS = """\
 stitch-mcp is the Verifier of a Plan -> Code -> Verify loop for CUDA kernels. You are the Coder.
@@ -75,6 +77,28 @@ def _tool_result(model: BaseModel, summary: str, images: list[str] | None = None
     return CallToolResult(content=content, structured_content=model.model_dump(mode="json"))
 
 
+def _content_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments with each program replaced by its content hash, validated on the way.
+
+    Reading the programs here answers a bad path or source at once, naming the field, and keys
+    the job on what the files hold: an edited file is new work, not a retry of the old call.
+    """
+    from stitch_mcp.sources import check_reference, load_program
+    from stitch_mcp.store import content_id
+
+    keyed = dict(args)
+    for field in ("reference", "candidate"):
+        if keyed.get(field):
+            try:
+                program = load_program(keyed[field], field)
+                if field == "reference":
+                    check_reference(program)
+            except UserError as exc:
+                raise ToolError(str(exc)) from None
+            keyed[field] = content_id("s", program.source)
+    return keyed
+
+
 def _artifact_path(uri: str) -> Path | None:
     prefix = "stitch://artifacts/"
     if not uri.startswith(prefix):
@@ -85,7 +109,7 @@ def _artifact_path(uri: str) -> Path | None:
     return get_settings().artifacts_dir / name
 
 
-class Server:
+class JobRunner:
     """Owns the job manager; `build()` returns the MCPServer that declares the surface."""
 
     def __init__(self) -> None:
@@ -103,7 +127,7 @@ class Server:
 
     async def run_job(self, ctx: Context | None, tool: str, output: type[BaseModel], args: dict[str, Any],
                       fn: Callable[..., BaseModel], max_wait_s: float) -> CallToolResult:
-        job = self.jobs.submit(tool, job_key(tool, **args), functools.partial(fn, **args))
+        job = self.jobs.submit(tool, job_key(tool, **_content_args(args)), functools.partial(fn, **args))
         try:
             done = await self._wait(ctx, job, max_wait_s)
         except anyio.get_cancelled_exc_class():
@@ -141,11 +165,24 @@ class Server:
         raise ToolError(job.error or f"{job.tool} failed")
 
 
+class _StitchMCPServer(MCPServer):
+    async def get_prompt(self, name, arguments=None, context=None):
+        # The SDK reports an unknown prompt as an internal error; say what is wrong instead.
+        if self._prompt_manager.get_prompt(name) is None:
+            known = ", ".join(p.name for p in await self.list_prompts())
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}; prompts: {known}")
+        return await super().get_prompt(name, arguments, context)
+
+
+def _prompt_error(exc: UserError) -> MCPError:
+    return MCPError(INVALID_PARAMS, str(exc))
+
+
 def create_server() -> MCPServer:
     from stitch_mcp import prompts as prompt_text
 
-    state = Server()
-    mcp = MCPServer("stitch-mcp", instructions=INSTRUCTIONS, version=__version__)
+    state = JobRunner()
+    mcp = _StitchMCPServer("stitch-mcp", instructions=INSTRUCTIONS, version=__version__)
     long_running = ToolAnnotations(read_only_hint=False, open_world_hint=False)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -307,7 +344,7 @@ def create_server() -> MCPServer:
         try:
             return prompt_text.render_planner(task_id)
         except UserError as exc:
-            raise ValueError(str(exc)) from None
+            raise _prompt_error(exc) from None
 
     @mcp.prompt()
     def verifier(candidate_id: str) -> str:
@@ -315,7 +352,7 @@ def create_server() -> MCPServer:
         try:
             return prompt_text.render_verifier(candidate_id)
         except UserError as exc:
-            raise ValueError(str(exc)) from None
+            raise _prompt_error(exc) from None
 
     # ------------------------------------------------------------------ resources
 

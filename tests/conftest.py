@@ -1,0 +1,47 @@
+"""Shared test setup: an isolated data/cache directory per run, GPU tests skipped without CUDA."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Isolate the workspace and build cache before anything reads settings; subprocesses (stdio
+# servers, workers) inherit these. STITCH_TEST_CACHE lets a developer keep builds between runs.
+_RUN_DIR = Path(tempfile.mkdtemp(prefix="stitch-tests-"))
+os.environ["STITCH_DATA_DIR"] = str(_RUN_DIR / "data")
+os.environ["STITCH_CACHE_DIR"] = os.environ.get("STITCH_TEST_CACHE") or str(_RUN_DIR / "cache")
+os.environ.setdefault("STITCH_ALLOWED_ROOTS", os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                                 tempfile.gettempdir()]))
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def run_dir() -> Path:
+    return _RUN_DIR
