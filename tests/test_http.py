@@ -1,0 +1,82 @@
+"""Streamable HTTP: loopback by default, a token required off loopback, 401 without it, DNS-rebinding
+protection on. Real server processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def http_server(*args: str):
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "stitch_mcp", "serve", "--http", "--port", str(port), *args],
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def test_token_required_and_checked():
+    with http_server("--token", "s3cret") as url:
+        assert httpx.post(url, json=INIT, headers=HEADERS).status_code == 401
+        wrong = {**HEADERS, "Authorization": "Bearer nope"}
+        assert httpx.post(url, json=INIT, headers=wrong).status_code == 401
+        import httpx2
+
+        async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=30) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+        assert "compile_and_check" in names
+
+
+async def test_loopback_without_token_serves_and_rejects_rebinding():
+    with http_server() as url:
+        async with Client(url) as client:
+            assert "job_status" in {t.name for t in (await client.list_tools()).tools}
+        rebinding = {**HEADERS, "Host": "attacker.example"}
+        assert httpx.post(url, json=INIT, headers=rebinding).status_code in (403, 421)
+
+
+def test_non_loopback_bind_needs_a_token():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("STITCH_AUTH_TOKEN", None)
+    out = subprocess.run([sys.executable, "-m", "stitch_mcp", "serve", "--http", "--host", "0.0.0.0",
+                          "--port", str(_free_port())], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "without an auth token" in out.stderr
