@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "real MCP client")
     p.add_argument("--out", default=None, help="folder for the reports and images")
 
+    p = sub.add_parser("eval", parents=[settings], help="check many candidates: PROBLEMS_DIR CANDIDATES_DIR")
+    p.add_argument("problems_dir")
+    p.add_argument("candidates_dir")
+    p.add_argument("--out", default="results.jsonl", help="results file (resumed if it exists)")
+    p.add_argument("--jobs", type=int, default=2, help="checks at a time (builds overlap; GPU stages never do)")
+
     p = sub.add_parser("check", parents=[settings], help="compile_and_check REFERENCE CANDIDATE")
     p.add_argument("reference")
     p.add_argument("candidate")
@@ -141,6 +147,28 @@ def _run_tool(args: argparse.Namespace) -> Any:
     raise AssertionError(args.command)
 
 
+def _run_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress as Bar
+
+    from stitch_mcp.evaluate import evaluate, summary_table
+
+    console = Console(stderr=True)
+    with Bar(console=console, transient=False) as bar:
+        task = bar.add_task("evaluating", total=None)
+
+        def on_row(row, done, total):
+            bar.update(task, completed=done, total=total,
+                       description=f"{row['problem'][:40]}: {row['verdict']}")
+
+        rows, unmatched = evaluate(args.problems_dir, args.candidates_dir, args.out, args.jobs, on_row)
+    for name in unmatched:
+        console.print(f"[yellow]no problem named {name}: skipped (name it after a file in {args.problems_dir})")
+    print(summary_table(rows))
+    print(f"results: {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -177,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{line.status:8} {line.name:22} {line.detail}{fix}")
             return 0 if all(line.status != "missing" or not line.fix.startswith("required")
                             for line in report.lines) else 1
+        if command == "eval":
+            return _run_eval(args)
         if command == "demo":
             from stitch_mcp.demo import run_demo
 

@@ -1,0 +1,123 @@
+"""GPUs of this host: discovery through NVML, and exclusive use of one GPU at a time.
+
+A verification's GPU stage (correctness and timing) holds a lock on one device for its whole
+run, so two timings never overlap on a GPU — also across several server processes on the host,
+since the lock is a file lock. A GPU that someone else is using (memory or utilisation above a
+threshold, from NVML) is passed over while another is free, and reported when it is all we have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from stitch_mcp.config import get_settings
+
+log = logging.getLogger(__name__)
+
+BUSY_MEMORY_FRACTION = 0.10  # memory in use by others above this share of the card counts as busy
+BUSY_UTILIZATION_PCT = 20
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int  # NVML index (what CUDA_VISIBLE_DEVICES takes when CUDA_DEVICE_ORDER=PCI_BUS_ID)
+    uuid: str
+    name: str
+    memory_total: int = 0
+    memory_used: int = 0
+    utilization_pct: int = 0
+
+    @property
+    def busy(self) -> bool:
+        return (self.memory_total and self.memory_used / self.memory_total > BUSY_MEMORY_FRACTION) or \
+            self.utilization_pct > BUSY_UTILIZATION_PCT
+
+
+def discover() -> list[Gpu]:
+    """The GPUs this server may use (settings.gpus, else all), with their current load."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return []
+    wanted = {int(x) for x in get_settings().gpus.split(",") if x.strip()} or None
+    gpus = []
+    for i in range(pynvml.nvmlDeviceGetCount()):
+        if wanted is not None and i not in wanted:
+            continue
+        h = pynvml.nvmlDeviceGetHandleByIndex(i)
+        mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+        try:
+            util = pynvml.nvmlDeviceGetUtilizationRates(h).gpu
+        except pynvml.NVMLError:
+            util = 0
+        name = pynvml.nvmlDeviceGetName(h)
+        uuid = pynvml.nvmlDeviceGetUUID(h)
+        gpus.append(Gpu(i, uuid if isinstance(uuid, str) else uuid.decode(),
+                        name if isinstance(name, str) else name.decode(), mem.total, mem.used, util))
+    return gpus
+
+
+def _lock_path(gpu: Gpu) -> Path:
+    folder = get_settings().cache_dir / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"gpu-{gpu.uuid}.lock"
+
+
+@dataclass
+class Lease:
+    gpu: Gpu | None
+    waited_s: float
+    note: str = ""
+    acquired_at: float = 0.0
+
+    def worker_env(self) -> dict[str, str]:
+        """Environment that pins a worker process to this GPU."""
+        if self.gpu is None:
+            return {}
+        return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(self.gpu.index)}
+
+
+@contextlib.contextmanager
+def acquire_gpu(timeout_s: float = 3600.0, poll_s: float = 0.05) -> Iterator[Lease]:
+    """Hold one GPU exclusively: a free, idle one if any, else wait for the first to free up."""
+    gpus = discover()
+    if not gpus:
+        yield Lease(None, 0.0, "no GPU")
+        return
+    start = time.monotonic()
+    idle_first = sorted(gpus, key=lambda g: (g.busy, g.memory_used))
+    # one open file per call: flock excludes other calls of this process as well as other processes
+    handles = {g.uuid: open(_lock_path(g), "a+") for g in idle_first}
+    held: Gpu | None = None
+    try:
+        while held is None:
+            for gpu in idle_first:
+                try:
+                    fcntl.flock(handles[gpu.uuid], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                held = gpu
+                break
+            if held is None:
+                if time.monotonic() - start > timeout_s:
+                    raise TimeoutError(f"no GPU came free in {timeout_s:.0f} s")
+                time.sleep(poll_s)
+        note = f"GPU {held.index} is in use by other work ({held.memory_used >> 20} MiB, " \
+               f"{held.utilization_pct}% busy): timings may be noisy" if held.busy else ""
+        if note:
+            log.warning(note)
+        yield Lease(held, time.monotonic() - start, note, time.time())
+    finally:
+        for f in handles.values():
+            with contextlib.suppress(OSError):
+                fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+
