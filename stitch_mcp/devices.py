@@ -86,9 +86,9 @@ class Lease:
 
 
 @contextlib.contextmanager
-def acquire_gpu(timeout_s: float = 3600.0, poll_s: float = 0.05) -> Iterator[Lease]:
+def acquire_gpu(timeout_s: float = 3600.0, poll_s: float = 0.05, gpus: list[Gpu] | None = None) -> Iterator[Lease]:
     """Hold one GPU exclusively: a free, idle one if any, else wait for the first to free up."""
-    gpus = discover()
+    gpus = discover() if gpus is None else gpus
     if not gpus:
         yield Lease(None, 0.0, "no GPU")
         return

@@ -1,0 +1,81 @@
+"""GPU leases (file locks shared by threads and processes) and batch-evaluation bookkeeping."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from stitch_mcp.devices import Gpu, acquire_gpu
+from stitch_mcp.errors import UserError
+from stitch_mcp.evaluate import fast_p, match
+
+GPU0 = Gpu(0, "GPU-test-0", "test", memory_total=100, memory_used=0)
+GPU1 = Gpu(1, "GPU-test-1", "test", memory_total=100, memory_used=0)
+BUSY = Gpu(2, "GPU-test-2", "test", memory_total=100, memory_used=90)
+
+
+def _windows(gpus, workers=4, hold=0.15):
+    windows, lock = [], threading.Lock()
+
+    def work():
+        with acquire_gpu(gpus=gpus) as lease:
+            start = time.monotonic()
+            time.sleep(hold)
+            with lock:
+                windows.append((lease.gpu.index, start, time.monotonic()))
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return windows
+
+
+def test_one_gpu_never_holds_two_leases_at_once():
+    windows = sorted(_windows([GPU0]))
+    assert len(windows) == 4
+    for (_, _, end), (_, start, _) in zip(windows, windows[1:]):
+        assert start >= end, "two timing windows overlapped on one GPU"
+
+
+def test_leases_spread_over_gpus_and_prefer_idle_ones():
+    windows = _windows([BUSY, GPU0, GPU1], workers=2, hold=0.3)
+    assert sorted(w[0] for w in windows) == [0, 1]  # the busy GPU 2 was passed over
+    with acquire_gpu(gpus=[BUSY]) as lease:
+        assert "in use by other work" in lease.note
+        assert lease.worker_env() == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2"}
+
+
+def test_no_gpu_gives_an_empty_lease():
+    with acquire_gpu(gpus=[]) as lease:
+        assert lease.gpu is None and lease.worker_env() == {}
+
+
+def test_match_pairs_by_name_and_reports_unmatched(tmp_path):
+    problems, cands = tmp_path / "p", tmp_path / "c"
+    problems.mkdir(), cands.mkdir()
+    (problems / "1_Relu.py").write_text("x\n")
+    (problems / "2_Gelu.py").write_text("x\n")
+    (cands / "1_Relu.py").write_text("a\n")
+    (cands / "2_Gelu").mkdir()
+    (cands / "2_Gelu" / "v1.py").write_text("b\n")
+    (cands / "2_Gelu" / "v2.py").write_text("c\n")
+    (cands / "3_Typo.py").write_text("d\n")
+    pairs, unmatched = match(problems, cands)
+    assert [(p.problem, p.candidate.name) for p in pairs] == [("1_Relu", "1_Relu.py"), ("2_Gelu", "v1.py"),
+                                                             ("2_Gelu", "v2.py")]
+    assert unmatched == ["3_Typo.py"]
+    with pytest.raises(UserError, match="PROBLEMS_DIR"):
+        match(tmp_path / "nope", cands)
+
+
+def test_fast_p_counts_best_candidate_per_problem():
+    rows = [{"problem": "a", "verdict": "pass", "speedup_vs_eager": 1.2},
+            {"problem": "a", "verdict": "pass", "speedup_vs_eager": 2.5},
+            {"problem": "b", "verdict": "fail", "speedup_vs_eager": 9.0},
+            {"problem": "c", "verdict": "pass", "speedup_vs_eager": 0.8},
+            {"problem": "d", "verdict": "pass", "speedup_vs_eager": 1.6}]
+    assert fast_p(rows, "speedup_vs_eager") == {0.0: 0.75, 1.0: 0.5, 1.5: 0.5, 2.0: 0.25}
