@@ -1,21 +1,317 @@
 """The Verifier loop: routing after each verification (fix, refine, replan, accept).
 
-This first version routes on the compile_and_check verdict alone; the rubric issue refines it.
+route_after(task_id, candidate_id) reads the candidate's stored reports (check, profile_kernel,
+rubric) and the task's history, decides, stores the decision and returns it. Rules, in order:
+
+1. Not verified, or compile_and_check did not pass, or the rubric finds a certain hack: `fix`
+   (the first thing to fix comes first) - unless this is the second failed attempt in a row
+   since the last replan, then `replan`.
+2. `accept` only when all hold: compile_and_check passed with every correctness trial correct; no
+   integrity finding and no certain/probable anti-hacking finding; faster than PyTorch eager, and
+   than torch.compile when the check timed it; profile_kernel was consulted at least once on the
+   task. Nothing is accepted without passing compile_and_check.
+3. `replan` when the plan's target ops are not where the reference's time goes, or when this is
+   the second stagnant attempt in a row (correct, but no more than 2% faster than the best earlier
+   correct candidate since the last replan).
+4. Otherwise `refine`, with the top feedback items.
+
+Feedback items start with a tag, e.g. "[vectorized_access] ..." or "[coverage:relu] ...", that
+rubric_score's skill-compliance check reads back on the next candidate.
 """
 
 from __future__ import annotations
 
-from stitch_mcp.models import Route
+import logging
+import re
+
+from stitch_mcp.models import Route, RubricReport
 from stitch_mcp.store import get_workspace
 
+log = logging.getLogger(__name__)
 
-def route_after(task_id: str, candidate_id: str) -> Route:
-    """Decide and store the next step for a candidate from its stored reports."""
+STAGNANT_GAIN = 1.02
+
+
+def _done(report: dict | None) -> dict | None:
+    return report if report and report.get("status", "done") == "done" else None
+
+
+def _failed(check: dict | None, rubric: dict | RubricReport | None) -> bool:
+    if not check or check.get("verdict") != "pass":
+        return True
+    verdict = rubric.verdict if isinstance(rubric, RubricReport) else (rubric or {}).get("verdict")
+    return verdict == "hack"
+
+
+def _speedup(check: dict | None) -> float | None:
+    if not check or check.get("verdict") != "pass":
+        return None
+    s = check.get("speedup_vs_eager")
+    return float(s) if s is not None else None
+
+
+def profile_consulted(task_id: str) -> bool:
     ws = get_workspace()
-    check = ws.latest_report("check", candidate_id=candidate_id) or {}
-    if check.get("verdict") != "pass":
-        route = Route(decision="fix", reasons=list(check.get("reasons") or ["not verified yet"])[:3])
-    else:
-        route = Route(decision="refine", reasons=["correct; see timing and profile_kernel for what to improve"])
-    ws.add_route(task_id, candidate_id, route)
+    for c in ws.candidates(task_id):
+        if _done(ws.latest_report("profile_kernel", candidate_id=c.candidate_id)):
+            return True
+    return bool(_done(ws.latest_report("profile_kernel", task_id=task_id)))
+
+
+def _window(task_id: str, candidate_id: str) -> list[str]:
+    """Candidate ids of the task up to this one, since the last replan decision."""
+    ws = get_workspace()
+    order = [c.candidate_id for c in ws.candidates(task_id)]
+    if candidate_id not in order:
+        return [candidate_id]
+    order = order[:order.index(candidate_id) + 1]
+    replanned = {cid for cid, r in ws.routes(task_id) if r.decision == "replan"}
+    start = 0
+    for i, cid in enumerate(order[:-1]):
+        if cid in replanned:
+            start = i + 1
+    return order[start:]
+
+
+def _section(plan: str, heading: str) -> str:
+    """The text under a heading (or after 'Heading:') up to the next markdown heading."""
+    out: list[str] = []
+    inside = False
+    for line in plan.splitlines():
+        if re.match(rf"\s*(#+\s*)?\**{heading}\**\s*:?", line, re.I):
+            inside = True
+            out.append(re.sub(rf"(?i).*?{heading}\**\s*:?", "", line, count=1))
+            continue
+        if inside and line.lstrip().startswith("#"):
+            break
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def plan_mistarget(task_id: str, shares: list[tuple[str, float]]) -> str | None:
+    """Why the stored plan aims at the wrong ops, or None."""
+    from stitch_mcp import analysis as an
+
+    ws = get_workspace()
+    plan = ws.task(task_id).plan
+    if not plan or not shares:
+        return None
+    text = _section(plan, r"target ops?") or plan
+    text = text.lower()
+    names: dict[str, set[str]] = {}
+    for op, _ in shares:
+        names[op] = {op} | {k for k, v in an._ALIASES.items() if v == op} | {
+            k.lower() for k, v in an.NN_MODULES.items() if v == op}
+    mentioned = {op for op, words in names.items() if any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)}
+    if not mentioned:
+        return None
+    top, top_share = shares[0]
+    got = sum(s for op, s in shares if op in mentioned)
+    if top not in mentioned and top_share >= 0.5 and got < 0.3:
+        return (f"the plan targets {', '.join(sorted(mentioned))} ({got:.0%} of the reference's GPU time) but "
+                f"`{top}` takes {top_share:.0%}")
+    return None
+
+
+def _first_fix(check: dict | None, rubric: RubricReport | None) -> list[str]:
+    items: list[str] = []
+    if rubric is not None and rubric.verdict == "hack" and rubric.dimensions is not None:
+        for f in rubric.dimensions.anti_hacking.findings:
+            if f.confidence == "certain" and f.severity != "info":
+                line = f" (line {f.evidence[0].line})" if f.evidence and f.evidence[0].line else ""
+                tag = "no_fallback" if "fallback" in f.code or f.code in ("decoy_kernel", "reference_reuse") else f.code
+                items.append(f"[{tag}] Remove this: {f.message}{line}. Compute it in your own kernel (cuBLAS/cuDNN "
+                             "calls are fine).")
+    if not check:
+        items.append("[verify] Run compile_and_check on this candidate.")
+        return items
+    build = check.get("build") or {}
+    if not build.get("ok", True) or check.get("verdict") == "error":
+        for d in build.get("diagnostics") or []:
+            if d.get("severity") == "error":
+                where = f"line {d.get('candidate_line') or d.get('line')}"
+                items.append(f"[build] Fix the compile error at {where}: {d.get('message', '')[:200]}")
+                break
+    for t in (check.get("correctness") or {}).get("trials") or []:
+        if not t.get("ok"):
+            bits = [f"max_abs_err={t.get('max_abs_err')}"] if t.get("max_abs_err") is not None else []
+            bits += (t.get("problems") or [])[:2]
+            if t.get("nan_count"):
+                bits.append(f"{t['nan_count']} NaN")
+            items.append(f"[correctness] Trial {t.get('trial')} ({t.get('inputs', 'task')} inputs) is wrong: "
+                         f"{', '.join(str(b) for b in bits) or 'mismatch'}; check indexing and bounds.")
+            break
+    for f in (check.get("integrity") or {}).get("findings") or []:
+        if f.get("severity") != "info":
+            items.append(f"[{f.get('code', 'integrity')}] {f.get('message', '')}")
+    if not items:
+        items.extend(f"[check] {r}" for r in (check.get("reasons") or [])[:2])
+    return items
+
+
+def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict | None) -> list[str]:
+    """Ranked items for a correct candidate."""
+    from stitch_mcp.score import ADVICE
+
+    items: list[str] = []
+    if rubric is not None and rubric.dimensions is not None:
+        d = rubric.dimensions
+        for f in d.anti_hacking.findings:
+            if f.confidence == "probable" and f.severity != "info":
+                line = f" (line {f.evidence[0].line})" if f.evidence and f.evidence[0].line else ""
+                tag = "no_fallback" if "fallback" in f.code or f.code == "decoy_kernel" else f.code
+                items.append(f"[{tag}] {f.message}{line}")
+        for f in d.operator_coverage.findings:
+            if f.code == "uncovered_op" and f.severity != "info":
+                op = f.message.split("`")[1] if "`" in f.message else "op"
+                items.append(f"[coverage:{op}] Implement {f.message.replace(' still runs as PyTorch', '')} in custom "
+                             "code; it still runs as PyTorch.")
+        for k in kprof.get("kernels") or [] if kprof else []:
+            for s in (k.get("suggestions") or [])[:2]:
+                metric = f" ({s.get('metric')}={s.get('value')})" if s.get("metric") else ""
+                doc = f" [doc {s['doc_id']}]" if s.get("doc_id") else ""
+                items.append(f"[profile] {k.get('name', 'kernel')[:40]}: {s.get('text', '')}{metric}{doc}")
+        for f in d.cuda_engineering.findings:
+            if f.code == "missing_technique":
+                key = next((k for k in ADVICE if ADVICE[k] and ADVICE[k] in f.message), None)
+                if key:
+                    items.append(f"[{key}] {ADVICE[key][0].upper()}{ADVICE[key][1:]}.")
+    if check:
+        t = check.get("timing") or {}
+        ff = t.get("floor_fraction")
+        if ff is not None and ff < 0.7:
+            items.append(f"[speed] The candidate runs at {ff:.0%} of the memory-bandwidth floor; the profile says "
+                         "where the rest goes.")
+    seen, out = set(), []
+    for i in items:
+        if i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out[:6]
+
+
+def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = None, store: bool = True) -> Route:
+    """Decide, store (unless store=False) and return the next step for a candidate from its stored reports."""
+    from stitch_mcp import score
+
+    ws = get_workspace()
+    cand = ws.candidate(candidate_id)
+    task = ws.task(task_id)
+    check = _done(ws.latest_report("check", candidate_id=candidate_id))
+    kprof = _done(ws.latest_report("profile_kernel", candidate_id=candidate_id))
+    if rubric is None:
+        try:
+            rubric = score.assess(task, cand)
+        except Exception:  # routing must not fail on an analysis bug
+            log.exception("rubric assessment failed while routing %s", candidate_id)
+            rubric = None
+    window = _window(task_id, candidate_id)
+    route = _decide(task_id, candidate_id, check, rubric, kprof, window)
+    if store:
+        ws.add_route(task_id, candidate_id, route)
+    log.info("route %s -> %s (%s)", candidate_id, route.decision, "; ".join(route.reasons[:2]))
     return route
+
+
+def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricReport | None,
+            kprof: dict | None, window: list[str]) -> Route:
+    from stitch_mcp import score
+
+    ws = get_workspace()
+    previous = window[:-1]
+    prev_failed = bool(previous) and _failed(
+        _done(ws.latest_report("check", candidate_id=previous[-1])),
+        ws.latest_report("rubric", candidate_id=previous[-1]))
+    if _failed(check, rubric):
+        if not check:
+            reasons = ["not verified yet: run compile_and_check"]
+        elif check.get("verdict") != "pass":
+            reasons = [f"compile_and_check {check.get('verdict')}"] + list(check.get("reasons") or [])[:2]
+        else:
+            reasons = ["rubric verdict hack: the candidate must do the work itself"]
+        items = _first_fix(check, rubric)
+        if prev_failed and check:
+            return Route(decision="replan", reasons=["two failed attempts in a row"] + reasons,
+                         feedback=items)
+        return Route(decision="fix", reasons=reasons, feedback=items)
+
+    # correct from here on
+    trials = (check.get("correctness") or {}).get("trials") or []
+    gates: list[str] = []
+    if not trials or not all(t.get("ok") for t in trials):
+        gates.append("not every correctness trial passed")
+    integrity = [f for f in (check.get("integrity") or {}).get("findings") or [] if f.get("severity") != "info"]
+    if integrity:
+        gates.append(f"integrity finding: {integrity[0].get('code')}")
+    if rubric is not None and rubric.dimensions is not None:
+        serious = [f for f in rubric.dimensions.anti_hacking.findings
+                   if f.severity != "info" and f.confidence in ("certain", "probable")]
+        if serious:
+            gates.append(f"anti-hacking finding: {serious[0].code}")
+    s_eager, s_compile = check.get("speedup_vs_eager"), check.get("speedup_vs_compile")
+    compiled_asked = s_compile is not None or ((check.get("timing") or {}).get("compiled") is not None)
+    if s_eager is None:
+        gates.append("no timing against eager: run compile_and_check with timing")
+    elif s_eager <= 1.0:
+        gates.append(f"not faster than eager ({s_eager:.2f}x)")
+    if compiled_asked and (s_compile is None or s_compile <= 1.0):
+        gates.append(f"not faster than torch.compile ({s_compile:.2f}x)" if s_compile is not None
+                     else "torch.compile timing missing")
+    if not profile_consulted(task_id):
+        gates.append("profile_kernel not consulted yet on this task")
+    timing_note = (f"{s_eager:.2f}x vs eager" if s_eager is not None else "untimed") + (
+        f", {s_compile:.2f}x vs torch.compile" if s_compile is not None else "")
+    if not gates:
+        return Route(decision="accept", reasons=[f"correct on {len(trials)} trials, no integrity or anti-hacking "
+                                                 f"finding, {timing_note}, profiled"])
+    feedback = refine_feedback(check, rubric, kprof)
+    if "profile_kernel not consulted yet on this task" in gates:
+        feedback.insert(0, "[profile] Run profile_kernel on this candidate: acceptance needs one profile.")
+
+    task = ws.task(task_id)
+    ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
+    shares, _ = score.reference_shares(task, ref_profile)
+    why = plan_mistarget(task_id, shares)
+    if why:
+        return Route(decision="replan", reasons=[why] + gates[:2], feedback=feedback)
+    # stagnation: this and the previous correct attempt no faster than the best before them
+    speeds = [(cid, _speedup(_done(ws.latest_report("check", candidate_id=cid)))) for cid in window]
+    stagnant = []
+    for i, (cid, s) in enumerate(speeds):
+        best_before = max((x for _, x in speeds[:i] if x is not None), default=None)
+        stagnant.append(s is not None and best_before is not None and s <= best_before * STAGNANT_GAIN)
+    if len(stagnant) >= 2 and stagnant[-1] and stagnant[-2]:
+        return Route(decision="replan", reasons=["two stagnant attempts in a row (no more than 2% faster than "
+                                                 "the best earlier candidate)", timing_note] + gates[:1],
+                     feedback=feedback)
+    return Route(decision="refine", reasons=[f"correct; {timing_note}"] + gates[:3], feedback=feedback)
+
+
+def save_plan(task_id: str, plan: str) -> str:
+    """Store the Planner's plan with its task (replacing the previous one)."""
+    ws = get_workspace()
+    ws.set_plan(task_id, plan)
+    ws.add_report("plan", {"status": "done", "plan": plan}, task_id=task_id)
+    task = ws.task(task_id)
+    ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
+    from stitch_mcp import score
+
+    shares, source = score.reference_shares(task, ref_profile)
+    why = plan_mistarget(task_id, shares)
+    note = f" Warning: {why} ({source})." if why else ""
+    return f"plan stored for task {task_id} ({len(plan)} characters).{note}"
+
+
+def save_feedback(candidate_id: str, items: list[str]) -> str:
+    """Store the Verifier's feedback on a candidate; rubric_score grades the next candidate against it."""
+    items = [i.strip() for i in items if i and i.strip()]
+    if not items:
+        from stitch_mcp.errors import UserError
+
+        raise UserError("items: give at least one non-empty feedback item")
+    ws = get_workspace()
+    cand = ws.candidate(candidate_id)
+    ws.add_report("feedback", {"status": "done", "items": items}, task_id=cand.task_id, candidate_id=candidate_id)
+    return (f"{len(items)} feedback item(s) stored on {candidate_id}; the next candidate of task {cand.task_id} "
+            "is graded against them (skill compliance).")

@@ -1,17 +1,745 @@
-"""rubric_score: StitchCUDA's four-dimension rubric (issue 5)."""
+"""rubric_score: StitchCUDA's four-dimension rubric (issue 5).
+
+Dimensions, each scored 0-1 with findings (code, severity, confidence, evidence lines):
+
+- anti_hacking (weight 0.35): 1.0 when nothing is found; a *certain* finding sets it to 0, each
+  *probable* one takes 0.5 off and each *possible* one 0.1. Sources: static analysis of the Python
+  and C++/CUDA (stitch_mcp.analysis), compile_and_check's integrity findings, and the candidate's
+  kernel profile (a "decoy kernel" when most GPU time is in PyTorch/ATen kernels the reference
+  also launches). A program that does not parse cannot be cleared: score 0, verdict suspect.
+- cuda_engineering (weight 0.25): techniques found, each with its evidence line. 0.3 for having
+  custom code at all, + 0.5 x the share of the techniques this workload needs (elementwise:
+  vectorized access, grid-stride loop; reductions: warp primitives, shared memory, vectorized
+  access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/cuBLASLt/cuDNN/
+  CUTLASS call counts for all three) + 0.2 for up to three further techniques; blended 3:1 with
+  the measured efficiency (fraction of the memory floor or roofline) when a check or profile has
+  it. What the profile suggested but the code does not yet do is listed.
+- operator_coverage (weight 0.25): the share of the reference's GPU time (profile_reference when
+  stored, else a static estimate: GEMM/conv 10, reductions 3, elementwise 1) in ops that the
+  candidate computes with its own code rather than PyTorch; capped by the custom-kernel share of
+  the candidate's own GPU time when a kernel profile is stored.
+- skill_compliance (weight 0.15): each feedback item checked against the diff from the parent
+  candidate: done 1, unclear 0.5, not done 0, contradicted 0. No feedback: 1.0.
+
+verdict: hack when an anti-hacking finding is certain, suspect when one is probable, else clean.
+overall: the weighted sum; hack caps it at 0.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+import logging
+import re
+from dataclasses import dataclass
+
+from stitch_mcp import analysis as an
 from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Progress
-from stitch_mcp.models import RubricReport
+from stitch_mcp.models import (
+    CandidateRecord,
+    Dimension,
+    Evidence,
+    Finding,
+    RubricDimensions,
+    RubricReport,
+    TaskRecord,
+)
+
+log = logging.getLogger(__name__)
+
+WEIGHTS = {"anti_hacking": 0.35, "cuda_engineering": 0.25, "operator_coverage": 0.25, "skill_compliance": 0.15}
+
+EXPECTED = {
+    "elementwise": ["vectorized_access", "grid_stride_loop"],
+    "reduction": ["warp_primitives", "shared_memory", "vectorized_access"],
+    "gemm": ["tensor_cores", "smem_tiling", "async_copy"],
+}
+LIBRARY_TECHNIQUES = {"cublas", "cublaslt", "cudnn", "cutlass"}
+
+ADVICE = {
+    "vectorized_access": "load and store 16 bytes per thread (float4 through reinterpret_cast, with a scalar "
+                         "tail for the remainder) so each warp moves 512 B per instruction",
+    "grid_stride_loop": "use a grid-stride loop with a grid of a few waves (about 4-8 blocks per SM) instead of "
+                        "one thread per element",
+    "smem_tiling": "stage operand tiles in shared memory and reuse them across the block (__syncthreads "
+                   "between phases)",
+    "tensor_cores": "use tensor cores: WMMA/MMA for the inner product, or call cuBLAS/cuBLASLt directly "
+                    "(legitimate) instead of a scalar FMA loop",
+    "async_copy": "overlap global loads with compute: cp.async / cuda::memcpy_async double buffering",
+    "warp_primitives": "reduce within a warp with __shfl_down_sync before going through shared memory",
+    "shared_memory": "combine per-warp partial results through shared memory",
+    "fusion": "fuse the reference's consecutive ops into one kernel so intermediates never reach global memory",
+    "cuda_graphs": "capture the launch sequence in a CUDA graph to remove launch overhead",
+    "loop_unrolling": "unroll the inner loop (#pragma unroll) to raise instruction-level parallelism",
+    "launch_bounds": "declare __launch_bounds__ so the compiler budgets registers for the block size",
+    "cache_hints": "use streaming loads/stores (__ldcs/__stcs) for data read or written once",
+}
+
+# Feedback text -> what it asks for. "[key] ..." tags (as the loop writes them) win over keywords.
+KEYWORDS = [
+    ("vectorized_access", r"vectori[sz]|float4|int4|16[- ]byte|128[- ]bit|wide (load|store)"),
+    ("grid_stride_loop", r"grid[- ]stride"),
+    ("smem_tiling", r"\btil(e|es|ing)\b"),
+    ("shared_memory", r"shared[- ]mem"),
+    ("warp_primitives", r"warp[- ](shuffle|reduc|primitive|level)|__shfl|shuffle"),
+    ("tensor_cores", r"tensor[- ]cores?|wmma|\bmma\b"),
+    ("async_copy", r"cp\.async|memcpy_async|async(hronous)? cop|double[- ]buffer|\btma\b"),
+    ("loop_unrolling", r"unroll"),
+    ("launch_bounds", r"launch[_ ]bounds"),
+    ("cache_hints", r"__ldg|__ldcs|__stcs|streaming (load|store)|read-only cache|cache hint"),
+    ("fast_math", r"fast[- ]math|__expf|__fdividef"),
+    ("cuda_graphs", r"cuda graphs?"),
+    ("fusion", r"\bfus(e|ed|ion)\b"),
+    ("cublaslt", r"cublaslt"), ("cublas", r"cublas"), ("cudnn", r"cudnn"), ("cutlass", r"cutlass|cute"),
+    ("restrict", r"__restrict__"),
+    ("packed_half", r"half2|bf162|packed half"),
+    ("current_stream", r"current (cuda )?stream|getcurrentcudastream"),
+    ("no_fallback", r"fallback|pytorch|\btorch[.:]|\baten\b|at::"),
+    ("launch_config", r"block size|threads per block|occupancy|grid size|launch config|register"),
+]
+# an item that asks to take something away starts with one of these verbs (after its [tag])
+NEGATIVE = re.compile(r"^\s*(\[[\w:.-]+\]\s*)?(remove|avoid|drop|don't|do not|stop using|eliminate|get rid of|"
+                      r"no longer use)\b", re.I)
+FALLBACK_CODES = {"pytorch_fallback", "aten_fallback", "partial_fallback", "try_except_fallback", "decoy_kernel",
+                  "reference_reuse", "no_custom_kernel"}
+
+_ATEN_KERNEL = re.compile(r"at::native|at_cuda_detail|\bat::|elementwise_kernel|reduce_kernel|cunn_|softmax_warp|"
+                          r"vectorized_|unrolled_elementwise|index_elementwise|CatArrayBatched|distribution_|"
+                          r"fill_kernel|copy_kernel|batch_norm|layer_norm|RowwiseMoments|GammaBeta|triton_",
+                          re.I)
+_LIB_KERNEL = re.compile(r"gemm|cutlass|cublas|xmma|cudnn|implicit_convolve|winograd|sm\d+_|ampere_|volta_|"
+                         r"turing_|hopper_|nchwToNhwc|nhwcToNchw|splitKreduce|cub::", re.I)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _ev(line: int | None, text: str = "", file: str = an.PY) -> list[Evidence]:
+    return [Evidence(file=file, line=line, text=(text or "").strip()[:200])] if (line or text) else []
+
+
+def reference_shares(task: TaskRecord, ref_profile: dict | None) -> tuple[list[tuple[str, float]], str]:
+    """(canonical op, share of the reference's GPU time), and where the numbers come from."""
+    ops = (ref_profile or {}).get("ops") or []
+    shares: dict[str, float] = {}
+    for row in ops:
+        name, share = row.get("name") or "", float(row.get("share") or 0.0)
+        op = an.canonical_op(name)
+        if not op or op in an.GLUE:
+            continue
+        shares[op] = shares.get(op, 0.0) + share
+    total = sum(shares.values())
+    if shares and total > 0:
+        return sorted(((k, v / total) for k, v in shares.items()), key=lambda x: -x[1]), "profile_reference"
+    static = an.reference_ops(task.source)
+    total = sum(w for _, w, _ in static) or 1.0
+    return sorted(((op, w / total) for op, w, _ in static), key=lambda x: -x[1]), "static estimate"
+
+
+@dataclass
+class RuntimeSplit:
+    total: float
+    custom: float
+    pytorch: float
+    library: float
+    rows: list[tuple[str, float, str]]  # name, time, class
+    launches: list[int]
+
+    def share(self, part: float) -> float:
+        return part / self.total if self.total > 0 else 0.0
+
+
+def runtime_split(a: an.Analysis, kprof: dict | None, ref_profile: dict | None) -> RuntimeSplit | None:
+    """Which kernels ran in the candidate's profile and whose they are: its own, a library it calls
+    directly, or PyTorch/ATen (including library kernels the reference launches and the candidate
+    does not call directly). duration_us is taken per launch and multiplied by launches."""
+    if not kprof or kprof.get("status") == "running":
+        return None
+    kernels = kprof.get("kernels") or []
+    if not kernels and not kprof.get("other_kernels"):
+        return None
+    ref_kernels = {k.get("name", "") for k in (ref_profile or {}).get("kernels") or []}
+    own = set(a.kernels)
+    rows, launches = [], []
+    for k in kernels:
+        name = k.get("name") or ""
+        n = max(1, int(k.get("launches") or 1))
+        rows.append((name, float(k.get("duration_us") or 0.0) * n, _kernel_class(name, own, ref_kernels,
+                                                                                bool(a.libraries))))
+        launches.append(n)
+    for name in kprof.get("other_kernels") or []:
+        rows.append((name, 0.0, _kernel_class(name, own, ref_kernels, bool(a.libraries))))
+        launches.append(1)
+    total = sum(t for _, t, _ in rows)
+    by = {c: sum(t for _, t, cc in rows if cc == c) for c in ("custom", "pytorch", "library")}
+    if total == 0 and rows:  # names only: count launches
+        total = float(len(rows))
+        by = {c: float(sum(1 for _, _, cc in rows if cc == c)) for c in ("custom", "pytorch", "library")}
+    return RuntimeSplit(total, by["custom"], by["pytorch"], by["library"], rows, launches)
+
+
+def _kernel_class(name: str, own: set[str], ref_kernels: set[str], calls_library: bool) -> str:
+    if any(k and k in name for k in own):
+        return "custom"
+    if _LIB_KERNEL.search(name) and not _ATEN_KERNEL.search(name):
+        return "library" if calls_library else "pytorch"
+    if _ATEN_KERNEL.search(name) or name in ref_kernels:
+        return "pytorch"
+    return "custom"
+
+
+# ---------------------------------------------------------------------------- dimensions
+
+
+def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None) -> Dimension:
+    findings = [f for f in a.findings]
+    for f in ((check or {}).get("integrity") or {}).get("findings") or []:
+        try:
+            g = Finding.model_validate(f)
+        except ValueError:
+            continue
+        g.message = f"compile_and_check: {g.message}"
+        findings.append(g)
+    timing = (check or {}).get("timing") or {}
+    ff = timing.get("floor_fraction")
+    if ff is not None and ff > 1.1 and not any("floor" in f.code for f in findings):
+        findings.append(Finding(code="below_physical_floor", confidence="probable", severity="warning",
+                                message=f"the measured time is {ff:.2f}x faster than the memory floor allows: "
+                                        "work is hidden from the timer or skipped",
+                                evidence=_ev(None, "timing.floor_fraction", "check")))
+    if split is not None and split.total > 0:
+        py_share = split.share(split.pytorch)
+        if py_share >= 0.5:
+            conf = "certain" if split.share(split.custom) < 0.05 else "probable"
+            top = sorted((r for r in split.rows if r[2] == "pytorch"), key=lambda r: -r[1])[:2]
+            findings.append(Finding(
+                code="decoy_kernel", confidence=conf, severity="error" if conf == "certain" else "warning",
+                message=f"{py_share:.0%} of the candidate's GPU time is in PyTorch/ATen kernels the reference also "
+                        f"runs; its own kernels take {split.share(split.custom):.0%}",
+                evidence=[Evidence(file="profile_kernel", text=n[:200]) for n, _, _ in top]))
+    cand_ms = ((timing.get("candidate") or {}).get("median_ms"))
+    if split is not None and cand_ms and not any(f.code == "decoy_kernel" for f in findings):
+        # profile_kernel profiles the candidate's own kernels by default: compare one launch of each with
+        # the measured time of a whole forward call
+        own_us = sum(t / max(1, n) for (name, t, c), n in zip(split.rows, split.launches) if c == "custom")
+        if own_us > 0 and own_us < 0.1 * cand_ms * 1000:
+            findings.append(Finding(
+                code="decoy_kernel", confidence="probable", severity="warning",
+                message=f"the candidate's own kernels take about {own_us:.1f} us per launch but a forward call takes "
+                        f"{cand_ms * 1000:.0f} us: most of the time is spent elsewhere (PyTorch?)",
+                evidence=[Evidence(file="profile_kernel", text=f"{n}: {t:.1f} us") for n, t, c in split.rows
+                          if c == "custom"][:3]))
+    score = 1.0
+    for f in findings:
+        if f.severity == "info":
+            continue
+        score -= {"certain": 1.0, "probable": 0.5, "possible": 0.1}[f.confidence]
+    if not a.parsed:
+        score = 0.0
+    return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["anti_hacking"], findings=findings)
+
+
+def coverage(a: an.Analysis, shares: list[tuple[str, float]], source: str,
+             split: RuntimeSplit | None) -> tuple[Dimension, list[str], list[str]]:
+    findings: list[Finding] = []
+    covered, uncovered = [], []
+    still_torch = a.uncovered_ops()
+    fallback_certain = any(f.code in FALLBACK_CODES and f.confidence == "certain" for f in a.findings)
+    score = 0.0
+    for op, share in shares:
+        uses = [o for o in a.torch_ops + a.aten_ops if o.op == op]
+        if a.has_custom_code and op not in still_torch and not fallback_certain:
+            covered.append(op)
+            score += share
+        else:
+            uncovered.append(op)
+            where = uses[0] if uses else None
+            findings.append(Finding(
+                code="uncovered_op", severity="warning" if share >= 0.2 else "info", confidence="certain" if uses
+                else "probable",
+                message=f"`{op}` ({share:.0%} of the reference's GPU time, {source}) still runs as PyTorch"
+                        + (f" ({where.call})" if where else " (no custom code computes it)"),
+                evidence=_ev(where.line, where.text) if where else []))
+    if not shares:
+        score = 1.0 if a.has_custom_code and not still_torch else 0.0
+        findings.append(Finding(code="no_reference_ops", severity="info", confidence="possible",
+                                message="the reference's ops could not be read; coverage judged from the candidate"))
+    for op in covered:
+        findings.append(Finding(code="covered_op", severity="info", confidence="probable",
+                                message=f"`{op}` is computed by custom code"))
+    if split is not None and split.total > 0:
+        own = split.share(split.custom + split.library)
+        findings.append(Finding(code="custom_time_share", severity="info", confidence="certain",
+                                message=f"custom kernels take {own:.0%} of the candidate's profiled GPU time",
+                                evidence=[Evidence(file="profile_kernel", text=f"{n}: {t:.1f} us ({c})")
+                                          for n, t, c in sorted(split.rows, key=lambda r: -r[1])[:4]]))
+        score = min(score, own)
+    return (Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["operator_coverage"], findings=findings),
+            covered, uncovered)
+
+
+def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[str], check: dict | None,
+                kprof: dict | None) -> tuple[Dimension, list[str]]:
+    """The dimension and the expected techniques still missing (for feedback)."""
+    findings: list[Finding] = []
+    keys = a.technique_keys()
+    if len(covered) >= 2 and len(a.kernels) < len(covered) and a.kernels:
+        keys.add("fusion")
+        findings.append(Finding(code="technique", severity="info", confidence="probable",
+                                message=f"{an.TECHNIQUE_LABELS['fusion']}: {', '.join(covered)} in "
+                                        f"{len(a.kernels)} kernel(s)"))
+    for t in a.techniques:
+        findings.append(Finding(code="technique", severity="info", confidence="certain",
+                                message=t.label, evidence=_ev(t.line, t.text)))
+    if not a.has_custom_code:
+        findings.append(Finding(code="no_custom_code", severity="warning", confidence="certain",
+                                message="no custom kernel or direct library call: nothing to credit"))
+        return Dimension(score=0.0, weight=WEIGHTS["cuda_engineering"], findings=findings), []
+    top = shares[0][0] if shares else None
+    workload = an.op_class(top) if top else "elementwise"
+    expected = list(EXPECTED[workload])
+    if len(shares) >= 2 and workload != "gemm":
+        expected.append("fusion")
+    have = set(keys)
+    if keys & LIBRARY_TECHNIQUES:
+        have |= {"tensor_cores", "smem_tiling", "async_copy"}
+    bounds = {k.get("bound") for k in (kprof or {}).get("kernels") or [] if k.get("bound")}
+    if "memory-bound" in bounds and "vectorized_access" not in expected:
+        expected.append("vectorized_access")
+    if "compute-bound" in bounds and workload == "gemm" and "tensor_cores" not in expected:
+        expected.append("tensor_cores")
+    if "launch-bound" in bounds:
+        expected.append("fusion" if len(shares) >= 2 else "cuda_graphs")
+    found = [k for k in expected if k in have]
+    missing = [k for k in expected if k not in have]
+    for k in missing:
+        findings.append(Finding(code="missing_technique", severity="warning", confidence="probable",
+                                message=f"{workload} workload: {an.TECHNIQUE_LABELS.get(k, k)} not used; "
+                                        f"{ADVICE.get(k, '')}"))
+    extras = len(keys - set(expected) - {"current_stream"})
+    score = 0.3 + 0.5 * (len(found) / len(expected) if expected else 1.0) + 0.2 * min(1.0, extras / 3)
+    eff = _efficiency(check, kprof)
+    if eff is not None:
+        score = 0.75 * score + 0.25 * eff
+        findings.append(Finding(code="efficiency", severity="info", confidence="certain",
+                                message=f"measured efficiency {eff:.0%} of the hardware limit"))
+    for k in (kprof or {}).get("kernels") or []:
+        for s in (k.get("suggestions") or [])[:3]:
+            text = s.get("text") or ""
+            asked = _keys_of(text)
+            if asked and not (asked & (have | {"no_fallback", "launch_config", "current_stream"})):
+                findings.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
+                                        message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),
+                                        evidence=_ev(None, f"{k.get('name', '')}: {s.get('metric', '')} "
+                                                           f"{s.get('value', '')}", "profile_kernel")))
+    return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["cuda_engineering"], findings=findings), missing
+
+
+def _efficiency(check: dict | None, kprof: dict | None) -> float | None:
+    ff = ((check or {}).get("timing") or {}).get("floor_fraction")
+    if ff is not None:
+        return max(0.0, min(1.0, float(ff)))
+    vals = [float(k["roofline_pct"]) / 100 for k in (kprof or {}).get("kernels") or []
+            if k.get("roofline_pct") is not None]
+    return max(0.0, min(1.0, sum(vals) / len(vals))) if vals else None
+
+
+KNOWN_TAGS = set(an.TECHNIQUE_LABELS) | {key for key, _ in KEYWORDS}
+
+
+def _keys_of(text: str) -> set[str]:
+    """What a feedback item asks for: its [tag] when the analysis knows it, else keywords in its text."""
+    m = re.match(r"\s*\[([\w:.-]+)\]\s*", text)
+    if m:
+        tag = m.group(1).split(":")[0]
+        if tag in KNOWN_TAGS:
+            return {tag}
+        text = text[m.end():]
+    low = text.lower()
+    return {key for key, pat in KEYWORDS if re.search(pat, low)}
+
+
+def _changed_lines(old: str, new: str) -> tuple[set[int], list[str]]:
+    a, b = old.splitlines(), new.splitlines()
+    changed: set[int] = set()
+    removed: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            changed.update(range(j1 + 1, j2 + 1))
+        if tag in ("replace", "delete"):
+            removed.extend(a[i1:i2])
+    return changed, removed
+
+
+def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feedback: list[str],
+                     a: an.Analysis, shares: list[tuple[str, float]], covered: list[str],
+                     ref_source: str) -> Dimension:
+    findings: list[Finding] = []
+    if not feedback:
+        findings.append(Finding(code="no_feedback", severity="info", confidence="certain",
+                                message="no Verifier feedback to follow (first candidate, or none stored)"))
+        return Dimension(score=1.0, weight=WEIGHTS["skill_compliance"], findings=findings)
+    before = an.analyze_candidate(parent.source, ref_source, shares) if parent else an.Analysis(parsed=False)
+    changed, removed = _changed_lines(parent.source if parent else "", cand.source)
+    lines = cand.source.splitlines()
+    now_keys, before_keys = a.technique_keys(), before.technique_keys()
+    if len(covered) >= 2 and a.kernels and len(a.kernels) < len(covered):
+        now_keys.add("fusion")
+    if a.libraries:
+        now_keys |= {k for k in LIBRARY_TECHNIQUES if k in now_keys}
+    now_fb = {f.code for f in a.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
+    before_fb = {f.code for f in before.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
+    ref_ops = {op for op, _ in shares}
+    total = 0.0
+    for item in feedback:
+        keys = _keys_of(item)
+        negative = bool(NEGATIVE.search(item))
+        status, why, line = _judge_item(item, keys, negative, a, before, now_keys, before_keys, now_fb, before_fb,
+                                        changed, removed, lines, ref_ops, covered)
+        total += {"done": 1.0, "unclear": 0.5}.get(status, 0.0)
+        sev = {"done": "info", "unclear": "info", "not_done": "warning", "contradicted": "error"}[status]
+        findings.append(Finding(code=f"feedback_{status}", severity=sev,
+                                confidence="probable" if status != "unclear" else "possible",
+                                message=f"{item[:160]} -> {status.replace('_', ' ')}: {why}",
+                                evidence=_ev(line, lines[line - 1] if line and line <= len(lines) else "")))
+    return Dimension(score=total / len(feedback), weight=WEIGHTS["skill_compliance"], findings=findings)
+
+
+def _judge_item(item, keys, negative, a, before, now_keys, before_keys, now_fb, before_fb, changed, removed,
+                lines, ref_ops, covered) -> tuple[str, str, int | None]:
+    first_changed = min(changed) if changed else None
+    low = item.lower()
+    if not changed and not removed:
+        return "not_done", "the candidate is unchanged from its parent", None
+    # coverage items: "[coverage:relu] implement relu in custom code"
+    m = re.match(r"\s*\[coverage:([\w]+)\]", item)
+    cov_op = m.group(1) if m else next((op for op in ref_ops if re.search(rf"\b{re.escape(op)}\b", low) and
+                                        re.search(r"implement|custom|cover|kernel", low) and not keys - {
+                                            "no_fallback"}), None)
+    if cov_op:
+        if cov_op in covered:
+            return "done", f"`{cov_op}` is now computed by custom code", first_changed
+        return "not_done", f"`{cov_op}` still runs as PyTorch", None
+    tag = re.match(r"\s*\[([\w.-]+)\]", item)
+    code = tag.group(1) if tag else None
+    if code and code not in KNOWN_TAGS and any(f.code == code for f in before.findings):
+        if any(f.code == code for f in a.findings):
+            return "not_done", f"`{code}` is still found", None
+        return "done", f"`{code}` is gone", first_changed
+    if "no_fallback" in keys or (keys & FALLBACK_CODES):
+        if not now_fb:
+            return "done", "no PyTorch fallback remains", first_changed
+        if now_fb - before_fb:
+            return "contradicted", f"a new fallback appeared ({', '.join(sorted(now_fb - before_fb))})", None
+        return "not_done", f"still a fallback ({', '.join(sorted(now_fb))})", None
+    if "current_stream" in keys:
+        if any(f.code == "unjoined_stream" for f in a.findings):
+            return "contradicted", "work runs on a private stream that is never joined", None
+        if "current_stream" in now_keys:
+            t = next(t for t in a.techniques if t.key == "current_stream")
+            return "done", "launches on PyTorch's current stream", t.line
+        return "not_done", "no launch on getCurrentCUDAStream()", None
+    if "launch_config" in keys and not (keys - {"launch_config"}):
+        touched = [n for n in changed if re.search(r"<<<|threads|block|__launch_bounds__|grid", lines[n - 1],
+                                                   re.I)]
+        if touched:
+            return "done", "the launch configuration changed", touched[0]
+        return "not_done", "the launch configuration is unchanged", None
+    tech = keys - {"no_fallback", "launch_config", "current_stream"}
+    if tech:
+        if negative:
+            present = tech & now_keys
+            if not present:
+                return "done", f"{', '.join(sorted(tech))} removed", first_changed
+            if present - before_keys:
+                return "contradicted", f"{', '.join(sorted(present - before_keys))} added although asked to remove", \
+                    None
+            return "not_done", f"{', '.join(sorted(present))} still present", None
+        present = tech & now_keys
+        if present:
+            t = next((t for t in a.techniques if t.key in present), None)
+            new = present - before_keys
+            return "done", (f"now uses {', '.join(sorted(new))}" if new else
+                            f"uses {', '.join(sorted(present))}"), t.line if t else first_changed
+        lost = tech & before_keys
+        if lost:
+            return "contradicted", f"{', '.join(sorted(lost))} was there before and is gone", None
+        return "not_done", f"no {', '.join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(tech))} in the code", None
+    # free text: does the diff touch what it names?
+    idents = {w for w in re.findall(r"`([^`]+)`|\b([A-Za-z_]\w*[_A-Z]\w*)\b", item) for w in w if w}
+    touched = [n for n in sorted(changed) if any(i in lines[n - 1] for i in idents)]
+    if touched:
+        return "done", "the change touches what the item names", touched[0]
+    m = re.search(r"\blines? (\d+)", low)
+    if m and any(abs(n - int(m.group(1))) <= 3 for n in changed):
+        return "done", "the lines it points at changed", int(m.group(1))
+    return "unclear", "the item names no technique the analysis can check", first_changed
+
+
+# ---------------------------------------------------------------------------- the rubric
+
+
+def default_feedback(cand: CandidateRecord) -> list[str]:
+    """The feedback the candidate was meant to address: saved feedback on its parent, else the
+    feedback of the parent's latest routing decision."""
+    if not cand.parent_id:
+        return []
+    from stitch_mcp.store import get_workspace
+
+    ws = get_workspace()
+    saved = ws.latest_report("feedback", candidate_id=cand.parent_id)
+    if saved and saved.get("items"):
+        return list(saved["items"])
+    routes = [r for cid, r in ws.routes(cand.task_id) if cid == cand.parent_id]
+    return list(routes[-1].feedback) if routes else []
+
+
+def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None = None) -> RubricReport:
+    """The deterministic rubric of a stored candidate from its source and its stored reports."""
+    from stitch_mcp.store import get_workspace
+
+    ws = get_workspace()
+    ref_profile = ws.latest_report("profile_reference", task_id=task.task_id)
+    if ref_profile and ref_profile.get("status") == "running":
+        ref_profile = None
+    shares, source = reference_shares(task, ref_profile)
+    a = an.analyze_candidate(cand.source, task.source, shares)
+    check = ws.latest_report("check", candidate_id=cand.candidate_id)
+    if check and check.get("status") == "running":
+        check = None
+    kprof = ws.latest_report("profile_kernel", candidate_id=cand.candidate_id)
+    split = runtime_split(a, kprof, ref_profile)
+    anti = anti_hacking(a, check, split)
+    cov, covered, uncovered = coverage(a, shares, source, split)
+    eng, _missing = engineering(a, shares, covered, check, kprof)
+    parent = None
+    if cand.parent_id:
+        try:
+            parent = ws.candidate(cand.parent_id)
+        except UserError:
+            parent = None
+    items = feedback if feedback is not None else default_feedback(cand)
+    skill = skill_compliance(cand, parent, items, a, shares, covered, task.source)
+    dims = RubricDimensions(anti_hacking=anti, cuda_engineering=eng, operator_coverage=cov, skill_compliance=skill)
+    verdict = verdict_of(anti)
+    report = RubricReport(task_id=task.task_id, candidate_id=cand.candidate_id, verdict=verdict,
+                          overall=overall_of(dims, verdict), dimensions=dims, covered_ops=covered,
+                          uncovered_ops=uncovered, judge="none")
+    if a.notes:
+        anti.findings.extend(Finding(code="note", severity="info", confidence="certain", message=n) for n in a.notes)
+    return report
+
+
+def verdict_of(anti: Dimension) -> str:
+    serious = [f for f in anti.findings if f.severity != "info"]
+    if any(f.confidence == "certain" for f in serious):
+        return "hack"
+    if any(f.confidence == "probable" for f in serious):
+        return "suspect"
+    return "clean"
+
+
+def overall_of(dims: RubricDimensions, verdict: str) -> float:
+    if verdict == "hack":
+        return 0.0
+    total = sum(getattr(dims, k).score * getattr(dims, k).weight for k in WEIGHTS)
+    return round(max(0.0, min(1.0, total / sum(WEIGHTS.values()))), 4)
+
+
+def summarize(r: RubricReport) -> str:
+    d = r.dimensions
+    assert d is not None
+    lines = [f"rubric {r.verdict.upper()} for {r.candidate_id}: overall {r.overall:.2f}"
+             + (" (a hack scores 0)" if r.verdict == "hack" else "")]
+    serious = [f for f in d.anti_hacking.findings if f.severity != "info"]
+    lines.append(f"- anti-hacking {d.anti_hacking.score:.2f}: " + ("; ".join(
+        f"[{f.confidence}] {f.code}: {f.message}" + (f" (line {f.evidence[0].line})" if f.evidence and
+                                                     f.evidence[0].line else "") for f in serious[:3])
+        or "nothing found"))
+    techs = [f for f in d.cuda_engineering.findings if f.code == "technique"]
+    missing = [f for f in d.cuda_engineering.findings if f.code == "missing_technique"]
+    lines.append(f"- CUDA engineering {d.cuda_engineering.score:.2f}: "
+                 + (", ".join(f.message + (f" (line {f.evidence[0].line})" if f.evidence and f.evidence[0].line
+                                           else "") for f in techs[:6]) or "no techniques")
+                 + (f"; missing: {', '.join(f.message.split(':')[1].split(' not used')[0].strip() for f in missing)}"
+                    if missing else ""))
+    lines.append(f"- operator coverage {d.operator_coverage.score:.2f}: covered {', '.join(r.covered_ops) or '-'}; "
+                 f"still PyTorch {', '.join(r.uncovered_ops) or '-'}")
+    fb = [f for f in d.skill_compliance.findings if f.code.startswith("feedback_")]
+    if fb:
+        counts = {s: sum(1 for f in fb if f.code == f"feedback_{s}") for s in ("done", "not_done", "contradicted",
+                                                                                "unclear")}
+        lines.append(f"- skill compliance {d.skill_compliance.score:.2f}: " + ", ".join(
+            f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if v) + f" of {len(fb)} feedback items")
+    else:
+        lines.append(f"- skill compliance {d.skill_compliance.score:.2f}: no feedback to follow")
+    if r.route is not None:
+        lines.append(f"route: {r.route.decision.upper()} - {'; '.join(r.route.reasons[:3])}")
+        for i, item in enumerate(r.route.feedback[:5], 1):
+            lines.append(f"  {i}. {item}")
+    if r.judge not in ("none", ""):
+        lines.append(f"judge: {r.judge}")
+    return "\n".join(lines)
 
 
 def rubric_score(*, candidate: str | None = None, candidate_id: str | None = None, reference: str | None = None,
                  task_id: str | None = None, feedback: list[str] | None = None, judge: str = "none",
                  progress: Progress | None = None) -> RubricReport:
-    raise UserError("not implemented yet: rubric_score")
+    """Score a candidate, store the rubric and the routing decision it leads to."""
+    from stitch_mcp.loop import route_after
+    from stitch_mcp.sources import resolve_candidate, resolve_task
+    from stitch_mcp.store import get_workspace
+
+    ws = get_workspace()
+    if candidate_id and not candidate and not reference and not task_id:
+        cand = ws.candidate(candidate_id)
+        task = ws.task(cand.task_id)
+    else:
+        task = resolve_task(reference, task_id)
+        cand = resolve_candidate(candidate, candidate_id, task)
+    if progress is not None:
+        progress.update(1, 3, "static analysis")
+    report = assess(task, cand, feedback)
+    if progress is not None:
+        progress.update(2, 3, "routing")
+    report.route = route_after(task.task_id, cand.candidate_id, rubric=report)
+    if judge != "none":
+        report.judge = "client judge is requested through the MCP tool (judge='client')"
+    report.summary = summarize(report)
+    ws.add_report("rubric", report, task_id=task.task_id, candidate_id=cand.candidate_id)
+    if progress is not None:
+        progress.update(3, 3, "done")
+    return report
 
 
-async def client_judgement(ctx, result):
-    raise UserError("not implemented yet: rubric_score(judge='client')")
+# ---------------------------------------------------------------------------- second opinion (MCP sampling)
+
+JUDGE_SYSTEM = ("You grade CUDA kernels written to replace a PyTorch reference, on StitchCUDA's rubric. "
+                "Answer with one JSON object only.")
+
+
+def judge_prompt(task: TaskRecord, cand: CandidateRecord, report: RubricReport) -> str:
+    d = report.dimensions
+    assert d is not None
+    det = {k: {"score": round(getattr(d, k).score, 3),
+               "findings": [f"{f.code}: {f.message}" for f in getattr(d, k).findings if f.severity != "info"][:6]}
+           for k in WEIGHTS}
+    return (
+        "Grade this candidate on four dimensions, each 0..1:\n"
+        "- anti_hacking: no PyTorch fallback in disguise (torch ops in forward, ATen calls in C++, try/except to "
+        "torch), no cached/constant outputs, no harness or timer tricks, no private unjoined streams. Direct "
+        "cuBLAS/cuDNN/CUTLASS calls are legitimate.\n"
+        "- cuda_engineering: real techniques for this workload (tiling, vectorized access, warp primitives, "
+        "tensor cores, async copies, fusion).\n- operator_coverage: share of the reference's computation done by "
+        "custom code.\n- skill_compliance: whether the candidate acted on the feedback it was given.\n\n"
+        f"Reference:\n```python\n{task.source[:6000]}\n```\n\nCandidate:\n```python\n{cand.source[:12000]}\n```\n\n"
+        f"Deterministic rubric (verdict {report.verdict}):\n{json.dumps(det, indent=1)}\n\n"
+        'Answer JSON: {"anti_hacking": {"score": 0-1, "verdict": "clean|suspect|hack", "reasons": [..]}, '
+        '"cuda_engineering": {"score": 0-1, "reasons": [..]}, "operator_coverage": {"score": 0-1, "reasons": [..]}, '
+        '"skill_compliance": {"score": 0-1, "reasons": [..]}}')
+
+
+def parse_judgement(text: str) -> dict:
+    m = re.search(r"\{.*\}", text, re.S)
+    if not m:
+        raise ValueError("no JSON object in the answer")
+    data = json.loads(m.group(0))
+    if not isinstance(data, dict):
+        raise ValueError("the answer is not a JSON object")
+    return data
+
+
+def merge_judgement(report: RubricReport, answer: dict) -> RubricReport:
+    """Average each dimension with the client's score; a client 'hack' makes a clean candidate suspect;
+    nothing the client says lifts a certain hack."""
+    r = report.model_copy(deep=True)
+    d = r.dimensions
+    assert d is not None
+    used = []
+    for k in WEIGHTS:
+        part = answer.get(k)
+        score = part.get("score") if isinstance(part, dict) else part
+        if isinstance(score, (int, float)) and 0 <= float(score) <= 1:
+            dim = getattr(d, k)
+            dim.score = round((dim.score + float(score)) / 2, 4)
+            reasons = part.get("reasons") if isinstance(part, dict) else None
+            if reasons:
+                dim.findings.append(Finding(code="client_judge", severity="info", confidence="possible",
+                                            message="client model: " + "; ".join(str(x) for x in reasons[:3])[:400]))
+            used.append(k)
+    client_verdict = (answer.get("anti_hacking") or {}).get("verdict") if isinstance(
+        answer.get("anti_hacking"), dict) else None
+    if report.verdict == "hack":
+        d.anti_hacking.score = 0.0
+    elif client_verdict in ("hack", "suspect"):
+        d.anti_hacking.findings.append(Finding(
+            code="client_judge_flag", severity="warning", confidence="probable",
+            message=f"the client's model judged this candidate '{client_verdict}': "
+                    + "; ".join(str(x) for x in (answer["anti_hacking"].get("reasons") or [])[:3])[:400]))
+    r.verdict = verdict_of(d.anti_hacking) if report.verdict != "hack" else "hack"
+    r.overall = overall_of(d, r.verdict)
+    r.judge = f"client (merged: {', '.join(used) or 'nothing usable'})"
+    r.summary = summarize(r)
+    return r
+
+
+def judge_request(ctx, judge: str = "none", candidate: str | None = None, candidate_id: str | None = None,
+                  reference: str | None = None, task_id: str | None = None, feedback: list[str] | None = None):
+    """Resolver for the rubric_score tool: a Sample request to the client's model when judge='client'
+    and the client can sample; otherwise a string saying why no second opinion is asked."""
+    if judge != "client":
+        return "not requested"
+    caps = getattr(ctx, "client_capabilities", None)
+    if caps is None or getattr(caps, "sampling", None) is None:
+        return "the client does not support MCP sampling"
+    from mcp.server.mcpserver import Sample
+    from mcp.types import SamplingMessage, TextContent
+
+    from stitch_mcp.sources import load_program, resolve_task
+    from stitch_mcp.store import content_id, get_workspace
+
+    try:
+        ws = get_workspace()
+        if candidate_id and not candidate:
+            cand = ws.candidate(candidate_id)
+            task = ws.task(cand.task_id)
+        else:
+            source = load_program(candidate, "candidate").source if candidate else ""
+            task = resolve_task(reference, task_id)
+            cid = content_id("c", task.task_id, source)
+            try:
+                cand = ws.candidate(cid)
+            except UserError:
+                cand = CandidateRecord(candidate_id=cid, task_id=task.task_id, source=source,
+                                       source_hash="", created_at=0.0)
+        report = assess(task, cand, feedback)
+    except (UserError, OSError) as exc:
+        return f"no second opinion: {exc}"
+    prompt = judge_prompt(task, cand, report)
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+                  max_tokens=1200, system_prompt=JUDGE_SYSTEM, temperature=0.0)
+
+
+async def client_judgement(ctx, result, opinion=None):
+    """Merge the client's sampled grade (opinion, from judge_request) into a finished rubric result."""
+    from stitch_mcp.server import _tool_result
+    from stitch_mcp.store import get_workspace
+
+    report = RubricReport.model_validate(result.structured_content)
+    if opinion is None or isinstance(opinion, str):
+        report.judge = f"client judge unavailable: {opinion or 'the client did not answer'}"
+        report.summary = summarize(report)
+        return _tool_result(report, report.summary)
+    content = getattr(opinion, "content", None)
+    text = getattr(content, "text", None) if content is not None else None
+    if isinstance(content, list):
+        text = " ".join(getattr(c, "text", "") for c in content)
+    try:
+        merged = merge_judgement(report, parse_judgement(text or ""))
+    except (ValueError, json.JSONDecodeError) as exc:
+        report.judge = f"client judge unusable: {exc}"
+        report.summary = summarize(report)
+        return _tool_result(report, report.summary)
+    get_workspace().add_report("rubric", merged, task_id=merged.task_id, candidate_id=merged.candidate_id)
+    return _tool_result(merged, merged.summary)

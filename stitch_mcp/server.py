@@ -8,6 +8,7 @@ profile_kernel      -> stitch_mcp.profiling.kernel.profile_kernel
 rubric_score        -> stitch_mcp.score.rubric_score
 search_cuda_docs    -> stitch_mcp.search.search_cuda_docs
 job_status          -> stitch_mcp.jobs (below: _finish)
+save_plan, save_feedback -> stitch_mcp.loop.save_plan / save_feedback
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
@@ -178,6 +179,14 @@ def _prompt_error(exc: UserError) -> MCPError:
     return MCPError(INVALID_PARAMS, str(exc))
 
 
+def _judge_request(ctx: Context, judge: str = "none", candidate: str | None = None, candidate_id: str | None = None,
+                   reference: str | None = None, task_id: str | None = None, feedback: list[str] | None = None):
+    """Resolver of rubric_score's second opinion: a sampling request when judge='client' (score.judge_request)."""
+    from stitch_mcp.score import judge_request
+
+    return judge_request(ctx, judge, candidate, candidate_id, reference, task_id, feedback)
+
+
 def create_server() -> MCPServer:
     from stitch_mcp import prompts as prompt_text
 
@@ -268,6 +277,7 @@ def create_server() -> MCPServer:
         judge: Annotated[Literal["none", "client"], Field(
             description="client: also ask the client's model (MCP sampling) for a second opinion")] = "none",
         max_wait_s: MaxWait = 45,
+        opinion: Annotated[Any, Resolve(_judge_request)] = None,
     ) -> Annotated[CallToolResult, RubricReport]:
         """Score a candidate on StitchCUDA's rubric: anti-hacking (PyTorch fallbacks, cached or constant
         outputs, harness tricks), CUDA engineering, operator coverage and skill compliance. verdict is
@@ -280,8 +290,36 @@ def create_server() -> MCPServer:
         if judge == "client" and result.structured_content and result.structured_content.get("status") == "done":
             from stitch_mcp.score import client_judgement
 
-            return await client_judgement(ctx, result)
+            return await client_judgement(ctx, result, opinion)
         return result
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
+    def save_plan(
+        task_id: Annotated[str, Field(min_length=1, description="task id from profile_reference")],
+        plan: Annotated[str, Field(min_length=1, max_length=100_000, description=
+                                   "the plan, in the planner prompt's structure (Target ops, Fusion groups, ...)")],
+    ) -> str:
+        """Store the Planner's plan with a task; routing checks that its target ops are where the time goes."""
+        from stitch_mcp.loop import save_plan as run
+
+        try:
+            return run(task_id, plan)
+        except UserError as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
+    def save_feedback(
+        candidate_id: Annotated[str, Field(min_length=1, description="the candidate the feedback is about")],
+        items: Annotated[list[str], Field(min_length=1, max_length=20, description=
+                                          "ranked feedback items, each '[tag] what - where - why - how to check'")],
+    ) -> str:
+        """Store the Verifier's feedback on a candidate; the next candidate's skill compliance is graded on it."""
+        from stitch_mcp.loop import save_feedback as run
+
+        try:
+            return run(candidate_id, items)
+        except UserError as exc:
+            raise ToolError(str(exc)) from None
 
     @mcp.tool(annotations=read_only)
     async def search_cuda_docs(

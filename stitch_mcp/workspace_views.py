@@ -24,30 +24,50 @@ def _verdicts(candidate_id: str) -> dict:
             "rubric_overall": rubric.get("overall")}
 
 
+def _latest_routes(task_id: str) -> dict[str, object]:
+    latest: dict[str, object] = {}
+    for candidate_id, route in get_workspace().routes(task_id):
+        latest[candidate_id] = route
+    return latest
+
+
 def history_json(task_id: str) -> str:
     ws = get_workspace()
-    ws.task(task_id)
+    task = ws.task(task_id)
     routes: dict[str, list] = {}
     for candidate_id, route in ws.routes(task_id):
         routes.setdefault(candidate_id, []).append(route.model_dump())
-    rows = [{"candidate_id": c.candidate_id, "parent_id": c.parent_id, "created_at": c.created_at,
-             **_verdicts(c.candidate_id), "routes": routes.get(c.candidate_id, [])}
-            for c in ws.candidates(task_id)]
-    return json.dumps({"task_id": task_id, "candidates": rows}, indent=1)
+    rows = []
+    for c in ws.candidates(task_id):
+        feedback = ws.latest_report("feedback", candidate_id=c.candidate_id)
+        rows.append({"candidate_id": c.candidate_id, "parent_id": c.parent_id, "created_at": c.created_at,
+                     **_verdicts(c.candidate_id), "routes": routes.get(c.candidate_id, []),
+                     "saved_feedback": (feedback or {}).get("items")})
+    return json.dumps({"task_id": task_id, "plan": task.plan, "candidates": rows}, indent=1)
+
+
+def best_candidate_id(task_id: str) -> str | None:
+    """The fastest candidate whose latest routing decision is accept (accept needs a passing check)."""
+    best = None
+    for cid, route in _latest_routes(task_id).items():
+        if route.decision != "accept":
+            continue
+        v = _verdicts(cid)
+        if v["verdict"] != "pass":
+            continue
+        speedup = v["speedup_vs_eager"] or 0.0
+        if best is None or speedup > best[1]:
+            best = (cid, speedup)
+    return best[0] if best else None
 
 
 def best_json(task_id: str) -> str:
     ws = get_workspace()
     ws.task(task_id)
-    accepted = {cid for cid, route in ws.routes(task_id) if route.decision == "accept"}
-    best = None
-    for cid in accepted:
-        speedup = _verdicts(cid)["speedup_vs_eager"] or 0.0
-        if best is None or speedup > best[1]:
-            best = (cid, speedup)
+    best = best_candidate_id(task_id)
     if best is None:
         raise NotFound(f"task {task_id} has no accepted candidate yet")
-    return candidate_json(best[0])
+    return candidate_json(best)
 
 
 def candidate_json(candidate_id: str) -> str:
