@@ -165,15 +165,21 @@ def test_stdout_carries_only_the_protocol():
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
          "params": {"name": "profile_reference", "arguments": {"reference": "/nonexistent.py"}}},
     ]
-    stdin = "".join(json.dumps(m) + "\n" for m in messages)
-    proc = subprocess.run([sys.executable, "-m", "stitch_mcp", "serve"], input=stdin, capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=60)
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    assert len(lines) >= 3, (proc.stdout, proc.stderr[-2000:])
-    ids = set()
-    for line in lines:
-        msg = json.loads(line)  # anything else on stdout would corrupt the protocol
-        assert msg["jsonrpc"] == "2.0"
-        ids.add(msg.get("id"))
-    assert {1, 2, 3} <= ids
-    assert proc.stderr.strip(), "logging goes to stderr"
+    proc = subprocess.Popen([sys.executable, "-m", "stitch_mcp", "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        for m in messages:
+            proc.stdin.write(json.dumps(m) + "\n")
+        proc.stdin.flush()
+        ids = set()
+        while not {1, 2, 3} <= ids:  # stdin stays open until every answer is in
+            line = proc.stdout.readline()
+            assert line, f"server closed stdout early; stderr: {proc.stderr.read()[-2000:]}"
+            msg = json.loads(line)  # anything else on stdout would corrupt the protocol
+            assert msg["jsonrpc"] == "2.0"
+            ids.add(msg.get("id"))
+        rest, err = proc.communicate(timeout=30)  # closes stdin: the server shuts down
+    finally:
+        proc.kill()
+    assert not rest.strip(), f"stdout after the answers: {rest[:500]}"
+    assert err.strip(), "logging goes to stderr"
