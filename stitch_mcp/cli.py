@@ -99,6 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", action="store_true", help="include whole texts")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("index", parents=[settings], help="build the documentation index, or add your own documents")
+    isub = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    q = isub.add_parser("build", parents=[settings], help="bring the index up to date (knowledge cards, the installed "
+                                                          "CUDA headers, cuda-bindings, added documents)")
+    q.add_argument("--force", action="store_true", help="rebuild everything instead of only what changed")
+    q.add_argument("--json", action="store_true")
+    q = isub.add_parser("add", parents=[settings], help="index a folder (or file) of Markdown, HTML or text")
+    q.add_argument("path")
+    q.add_argument("--json", action="store_true")
+
     p = sub.add_parser("profile-ref", parents=[settings], help="profile_reference REFERENCE")
     p.add_argument("reference")
     p.add_argument("--backend", choices=["auto", "nsys", "torch"], default="auto")
@@ -133,6 +143,12 @@ def _run_tool(args: argparse.Namespace) -> Any:
 
         return search_cuda_docs(query=args.query, k=args.k, kinds=args.kinds, include_text=args.text,
                                 progress=progress)
+    if args.command == "index":
+        from stitch_mcp import search
+
+        if args.index_command == "add":
+            return search.add_documents(args.path, progress=progress)
+        return search.build_index(force=args.force, progress=progress)
     if args.command == "profile-ref":
         from stitch_mcp.profiling.reference import profile_reference
 

@@ -143,6 +143,11 @@ class CheckReport(JobFields):
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     output: str = Field("", description="the candidate's captured stdout/stderr, truncated")
     route: Route | None = None
+    error_kind: str | None = Field(None, description="why verdict is 'error': compile_error, syntax_error, "
+                                   "import_error, interface, init_error, runtime_error, reference_error, "
+                                   "segfault, illegal_memory_access, cuda_oom, host_oom, timeout, "
+                                   "output_flood, os_exit, needs_gpu, ...")
+    notes: list[str] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------- profile_reference
@@ -298,6 +303,22 @@ class SearchResults(BaseModel):
     query: str
     mode: str = Field("hybrid", description="hybrid, or lexical when the dense model is unavailable")
     results: list[SearchHit] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    summary: str = ""
+
+
+class IndexReport(BaseModel):
+    """What `stitch-mcp index build` / `index add` did to the documentation index."""
+    index_dir: str = ""
+    chunks: int = 0
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    sources_parsed: int = 0
+    sources_reused: int = 0
+    sources_removed: int = 0
+    dense_vectors: int = 0
+    embedded: int = 0
+    mode: str = "hybrid"
+    seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
     summary: str = ""
 
