@@ -351,18 +351,17 @@ class DocIndex:
         import chromadb  # noqa: PLC0415
         from chromadb.config import Settings  # noqa: PLC0415
 
+        if not (self.dir / "chroma").exists():
+            # chromadb keeps one system per path for the process; if the folder was deleted under
+            # it, that cached system points at a database that is gone
+            _clear_chroma_cache()
         return chromadb.PersistentClient(path=str(self.dir / "chroma"),
                                          settings=Settings(anonymized_telemetry=False))
 
     def _drop_chroma(self) -> None:
         """Delete the chroma store, first closing chromadb's cached handles on it."""
         self.collection = None
-        try:
-            from chromadb.api.client import SharedSystemClient  # noqa: PLC0415
-
-            SharedSystemClient.clear_system_cache()
-        except Exception:  # an older or newer chromadb without it
-            pass
+        _clear_chroma_cache()
         shutil.rmtree(self.dir / "chroma", ignore_errors=True)
 
     def _sync_dense(self, progress, force: bool) -> dict:
@@ -582,3 +581,12 @@ class DocIndex:
         if i is None:
             raise NotFound(f"no documentation chunk with id {doc_id!r}; ids come from search_cuda_docs results")
         return self.chunks[i]
+
+
+def _clear_chroma_cache() -> None:
+    try:
+        from chromadb.api.client import SharedSystemClient  # noqa: PLC0415
+
+        SharedSystemClient.clear_system_cache()
+    except Exception:  # an older or newer chromadb without it
+        pass
