@@ -1,14 +1,423 @@
-"""compile_and_check: build, correctness, integrity and timing of a candidate (issue 3)."""
+"""compile_and_check: build, correctness, integrity and timing of a candidate (issue 3).
+
+This module runs in the server process and imports nothing heavy: every step that touches the
+candidate runs in a worker process (stitch_mcp.worker): the build stage (stitch_mcp.build, limit
+settings.build_timeout_s) and the run stage (stitch_mcp.correctness with stitch_mcp.integrity and
+stitch_mcp.timing, limit settings.run_timeout_s). A candidate whose extensions are all in the
+build cache skips the build worker. Every call is stored in the workspace with its routing decision.
+"""
 
 from __future__ import annotations
 
-from stitch_mcp.errors import UserError
+import ast
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stitch_mcp.config import get_settings
 from stitch_mcp.jobs import Progress
-from stitch_mcp.models import CheckReport
+from stitch_mcp.models import (
+    BuildReport,
+    CheckReport,
+    CorrectnessReport,
+    Diagnostic,
+    Evidence,
+    ExtensionBuild,
+    Finding,
+    IntegrityReport,
+    TimingReport,
+    TimingStats,
+    TrialResult,
+)
+
+log = logging.getLogger(__name__)
+
+OUTPUT_LIMIT = 4000
+FIXED_SEED = 42
+
+
+# ------------------------------------------------------------------ planning
+
+
+def trial_plan(trials: int) -> list[tuple[int, str, str]]:
+    """(seed, input distribution, weights) per trial: fixed seeds plus one the caller cannot predict."""
+    base = [("task", "task"), ("task", "task"), ("normal", "task"), ("heavy_tailed", "task"), ("task", "reinit")]
+    extra = [("task", "task"), ("normal", "task"), ("heavy_tailed", "task")]
+    plan = []
+    for i in range(trials):
+        dist, weights = base[i] if i < len(base) else extra[(i - len(base)) % len(extra)]
+        plan.append([FIXED_SEED + 1000 * i, dist, weights])
+    if trials > 5:  # re-initialised weights stay in the model: make them the last trial
+        plan[4][2], plan[-1][2] = "task", "reinit"
+    plan[1 if trials >= 2 else 0][0] = secrets.randbelow(2 ** 31 - 1)
+    return [tuple(p) for p in plan]  # type: ignore[misc]
+
+
+def _limits(timeout_s: float, cuda_possible: bool) -> dict[str, Any]:
+    limits: dict[str, Any] = {"nofile": 4096, "nproc": 8192, "cpu_s": int(timeout_s * (os.cpu_count() or 1) + 60),
+                              "fsize": 8 * 1024 ** 3, "deny_network": True}
+    if not cuda_possible:  # the CUDA driver reserves huge virtual ranges: no address-space limit with it
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            limits["as_bytes"] = int(total * 0.8)
+        except (ValueError, OSError):
+            pass
+    return limits
+
+
+def _cuda_possible() -> bool:
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def _static_problems(source: str) -> tuple[str, str, int | None] | None:
+    """Problems visible without running anything: (error_kind, message, line)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return "syntax_error", f"SyntaxError: {exc.msg} (line {exc.lineno})", exc.lineno
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.ImportFrom, ast.Import)):
+            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Expr)):
+            defined.add("*")  # dynamic code (if/try/for at top level): let the worker decide
+    if "ModelNew" not in defined and "*" not in defined:
+        classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+        extra = f" (it defines {', '.join(classes[:5])})" if classes else ""
+        return "interface", f"the candidate defines no class ModelNew{extra}; name the model class ModelNew", None
+    return None
+
+
+# ------------------------------------------------------------------ the tool
 
 
 def compile_and_check(*, candidate: str, reference: str | None = None, task_id: str | None = None,
                       trials: int | None = None, atol: float | None = None, rtol: float | None = None,
                       timing: bool = True, compare_compile: bool | None = None,
                       progress: Progress | None = None) -> CheckReport:
-    raise UserError("not implemented yet: compile_and_check")
+    from stitch_mcp.build import cached_manifest
+    from stitch_mcp.sources import resolve_candidate, resolve_task
+    from stitch_mcp.store import get_workspace
+    from stitch_mcp.worker import run_worker
+
+    t_start = time.monotonic()
+    settings = get_settings()
+    task = resolve_task(reference, task_id)
+    cand = resolve_candidate(candidate, None, task)
+    ws = get_workspace()
+    trials = trials or settings.trials
+    compare_compile = settings.compare_compile if compare_compile is None else compare_compile
+    report = CheckReport(task_id=task.task_id, candidate_id=cand.candidate_id)
+    report.correctness.atol, report.correctness.rtol = atol, rtol
+    progress = progress or Progress()
+    progress.update(0, 3, "checking the candidate")
+    build_root = Path(settings.build_dir).expanduser()
+    build_root.mkdir(parents=True, exist_ok=True)
+    cuda_possible = _cuda_possible()
+    env = {"TORCH_EXTENSIONS_DIR": str(build_root / "torch_extensions")}
+    if settings.gpus:
+        env["CUDA_VISIBLE_DEVICES"] = settings.gpus.split(",")[0].strip()
+    workroot = Path(tempfile.mkdtemp(prefix=f"check-{cand.candidate_id}-", dir=_work_parent(settings)))
+
+    try:
+        static = _static_problems(cand.source)
+        if static:
+            kind, message, line = static
+            report.verdict, report.error_kind = "error", kind
+            report.reasons = [message + (f" (candidate line {line})" if line else "")]
+            if kind == "syntax_error":
+                report.build.diagnostics = [Diagnostic(message=message, file="candidate.py", line=line,
+                                                       candidate_line=line,
+                                                       source_line=_line(cand.source, line))]
+            return _finish(report, ws, t_start)
+
+        # ------------------------------------------------------------ build
+        manifest = cached_manifest(build_root, cand.source)
+        if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
+            manifest = {"extensions": []}  # nothing to build: straight to the run stage
+        if manifest is not None:
+            report.build = BuildReport(ok=True, cached=True, extensions=[
+                ExtensionBuild(name=e["name"], key=e["key"], cached=True, with_cuda=e.get("with_cuda", False))
+                for e in manifest.get("extensions", [])])
+            report.stage_seconds["build"] = 0.0
+            needs_gpu = manifest.get("needs_gpu") or ""
+            progress.update(1, 3, "build cached")
+        else:
+            progress.update(0, 3, "building")
+            spec = {"candidate_source": cand.source, "build_root": str(build_root),
+                    "limits": _limits(settings.build_timeout_s, cuda_possible)}
+            res = run_worker("build", spec, workdir=workroot / "build", timeout_s=settings.build_timeout_s,
+                             register_kill=progress.on_cancel, env=env)
+            progress.check()
+            report.stage_seconds["build"] = round(res.seconds, 3)
+            _fill_build(report, res, cand.source)
+            if not res.ok or (res.result or {}).get("error"):
+                _error_from(report, res, stage="build", source=cand.source)
+                report.output = _trim(res.output)
+                return _finish(report, ws, t_start)
+            needs_gpu = (res.result or {}).get("needs_gpu", "")
+            progress.update(1, 3, "built")
+        if needs_gpu:
+            report.verdict, report.error_kind = "error", "needs_gpu"
+            report.reasons = [f"needs a GPU to run: {needs_gpu}. It compiled cleanly; run the check on a machine "
+                              "with a CUDA device (correctness and timing were not measured)"]
+            return _finish(report, ws, t_start)
+
+        # ------------------------------------------------------------ run
+        baselines = _cached_baselines(ws, task.task_id, settings.timing_iters)
+        spec = {"reference_source": task.source, "candidate_source": cand.source, "build_root": str(build_root),
+                "plan": trial_plan(trials), "timing": timing, "compare_compile": compare_compile,
+                "atol": atol, "rtol": rtol,
+                "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
+                        "rtol_half": settings.rtol_half},
+                "timing_iters": settings.timing_iters, "timing_seeds": [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
+                "baselines": None, "baselines_by_device": baselines, "lock_dir": str(build_root.parent / "locks"),
+                "limits": _limits(settings.run_timeout_s, cuda_possible)}
+        spec["plan"] = [list(p) for p in spec["plan"]]
+        progress.update(1, 3, "running correctness, integrity and timing")
+
+        def on_event(ev: dict) -> None:
+            if ev.get("event") == "stage":
+                extra = f" trial {ev['trial']}" if "trial" in ev else (f" {ev['what']}" if "what" in ev else "")
+                progress.update(1, 3, f"{ev.get('name')}{extra}")
+
+        res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s, on_event=on_event,
+                         register_kill=progress.on_cancel, env=env)
+        progress.check()
+        report.output = _trim(res.output)
+        report.stage_seconds["run"] = round(res.seconds, 3)
+        out = res.result or {}
+        for k, v in (out.get("stage_seconds") or {}).items():
+            report.stage_seconds[k] = v
+        report.device = out.get("device", "")
+        _fill_run(report, out, cand.source)
+        if out.get("needs_gpu"):
+            report.verdict, report.error_kind = "error", "needs_gpu"
+            report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]
+        elif not res.ok or out.get("error"):
+            _error_from(report, res, stage="run", source=cand.source)
+        else:
+            _store_baselines(ws, task.task_id, out, settings.timing_iters)
+            _verdict(report)
+        progress.update(3, 3, "done")
+        return _finish(report, ws, t_start)
+    finally:
+        shutil.rmtree(workroot, ignore_errors=True)
+
+
+def _work_parent(settings) -> str:
+    p = Path(settings.cache_dir).expanduser() / "work"
+    p.mkdir(parents=True, exist_ok=True)
+    return str(p)
+
+
+def _line(source: str, line: int | None) -> str:
+    if not line:
+        return ""
+    lines = source.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _trim(text: str) -> str:
+    return text if len(text) <= OUTPUT_LIMIT else text[:1000] + "\n...\n" + text[-(OUTPUT_LIMIT - 1000):]
+
+
+# ------------------------------------------------------------------ filling the report
+
+
+def _fill_build(report: CheckReport, res, source: str) -> None:
+    out = res.result or {}
+    exts = [ExtensionBuild(name=e["name"], key=e["key"], cached=e.get("cached", False),
+                           seconds=e.get("seconds", 0.0), with_cuda=e.get("with_cuda", False))
+            for e in out.get("extensions", [])]
+    diags = [Diagnostic(**d) for d in out.get("diagnostics", [])]
+    report.build = BuildReport(ok=res.ok and not out.get("error"), seconds=round(res.seconds, 3),
+                               cached=bool(exts) and all(e.cached for e in exts), extensions=exts,
+                               diagnostics=diags, log_tail=out.get("log_tail", ""))
+    if "torch_import_s" in out:
+        report.stage_seconds["build_torch_import"] = out["torch_import_s"]
+
+
+def _fill_run(report: CheckReport, out: dict, source: str) -> None:
+    if out.get("extensions") and not report.build.extensions:
+        report.build.extensions = [ExtensionBuild(name=e["name"], key=e["key"], cached=e.get("cached", False),
+                                                  seconds=e.get("seconds", 0.0), with_cuda=e.get("with_cuda", False))
+                                   for e in out["extensions"]]
+    fields = set(TrialResult.model_fields)
+    trials = [TrialResult(**{k: v for k, v in t.items() if k in fields}) for t in out.get("trials", [])]
+    report.correctness = CorrectnessReport(ok=bool(trials) and all(t.ok for t in trials), trials=trials,
+                                           atol=out.get("atol", report.correctness.atol),
+                                           rtol=out.get("rtol", report.correctness.rtol),
+                                           output_dtype=out.get("output_dtype", ""))
+    findings = [Finding(code=f["code"], message=f["message"], severity=f.get("severity", "error"),
+                        confidence=f.get("confidence", "certain"),
+                        evidence=[Evidence(file="candidate.py", text=str(e)) for e in f.get("evidence", [])[:5]])
+                for f in out.get("findings", [])]
+    report.integrity = IntegrityReport(ok=not any(f.severity == "error" for f in findings),
+                                       checks_run=list(dict.fromkeys(out.get("checks_run", []))), findings=findings)
+    t = out.get("timing")
+    if t:
+        def stats(d):
+            if not d:
+                return None
+            return TimingStats(**{k: d[k] for k in ("median_ms", "iqr_ms", "cv", "min_ms", "calls") if k in d})
+
+        tr = TimingReport(method=t.get("method", ""), device=out.get("device", ""), candidate=stats(t.get("candidate")),
+                          eager=stats(t.get("eager")), compiled=stats(t.get("compiled")),
+                          compile_note=t.get("compile_note", ""), floor_ms=t.get("floor_ms"),
+                          floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")))
+        if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
+            tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
+        report.timing = tr
+        if tr.candidate and tr.candidate.median_ms > 0:
+            if tr.eager:
+                report.speedup_vs_eager = round(tr.eager.median_ms / tr.candidate.median_ms, 4)
+            if tr.compiled:
+                report.speedup_vs_compile = round(tr.compiled.median_ms / tr.candidate.median_ms, 4)
+    for n in out.get("notes", []):
+        report.notes.append(n)
+
+
+def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
+    out = res.result or {}
+    err = out.get("error") or {}
+    kind = (err.get("kind") if isinstance(err, dict) else "") or res.kind or "error"
+    message = (err.get("message") if isinstance(err, dict) else str(err)) or res.message
+    report.verdict, report.error_kind = "error", kind
+    if kind == "compile_error":
+        first = next((d for d in report.build.diagnostics if d.severity == "error"), None)
+        if first is None and err.get("diagnostics"):
+            report.build.diagnostics = [Diagnostic(**d) for d in err["diagnostics"]]
+            first = next((d for d in report.build.diagnostics if d.severity == "error"), None)
+        if err.get("log") and not report.build.log_tail:
+            report.build.log_tail = err["log"][-4000:]
+        report.build.ok = False
+        if first is not None:
+            where = f"candidate line {first.candidate_line}" if first.candidate_line else \
+                f"{first.file}:{first.line}" if first.file else "link"
+            src = f" `{first.source_line}`" if first.source_line else ""
+            report.reasons = [f"compile error at {where}{src}: {first.message}"]
+        else:
+            report.reasons = [f"build failed: {message[:500]}; see build.log_tail"]
+        report.reasons += [f"{d.severity} at candidate line {d.candidate_line}: {d.message}"
+                           for d in report.build.diagnostics[1:4] if d.candidate_line and d.severity == "error"]
+        return
+    line = err.get("line") if isinstance(err, dict) else None
+    where = f" (candidate line {line}: `{_line(source, line)}`)" if line else ""
+    why = err.get("why") if isinstance(err, dict) else ""
+    prefix = {"import_error": "importing the candidate failed", "syntax_error": "syntax error",
+              "interface": "interface mismatch", "init_error": "ModelNew's constructor failed",
+              "runtime_error": "the candidate's forward raised", "reference_error": "the reference failed",
+              "timeout": "timeout", "output_flood": "output flood", "os_exit": "the worker exited",
+              }.get(kind, kind.replace("_", " "))
+    text = message if message.lower().startswith(prefix.lower()) else f"{prefix}: {message}"
+    report.reasons = [text[:1500] + where + (f" — {why}" if why and why not in text else "")]
+    if res.stage and res.status in ("timeout", "crash", "no_result", "flood"):
+        report.reasons.append(f"stage: {stage}/{res.stage}")
+
+
+def _verdict(report: CheckReport) -> None:
+    reasons = []
+    errors = [f for f in report.integrity.findings if f.severity == "error"]
+    for f in errors:
+        reasons.append(f"integrity: {f.code}: {f.message}")
+    bad = [t for t in report.correctness.trials if not t.ok]
+    for t in bad[:2]:
+        what = "; ".join(p for p in t.problems if not p.startswith("note:"))[:400]
+        err = "" if t.max_abs_err is None else "max abs err inf/nan, " if t.max_abs_err >= 1e300 else \
+            f"max abs err {t.max_abs_err:.3g}, "
+        frac = f"{t.mismatch_fraction:.1%} of elements differ, " if t.mismatch_fraction else ""
+        first = f"first at {t.first_mismatch_index}" if t.first_mismatch_index is not None else ""
+        reasons.append(f"wrong output in trial {t.trial} (inputs={t.inputs}, weights={t.weights}, seed={t.seed}): "
+                       f"{err}{frac}{first}{'; ' + what if what else ''}".rstrip(", "))
+    if not report.correctness.trials:
+        reasons.append("no correctness trial ran")
+    # correctness failures first unless an integrity finding explains them
+    if bad and errors and errors[0].code not in ("unwritten_output", "result_reuse", "constant_output",
+                                                 "tolerance_exploit", "stream_sync"):
+        reasons = reasons[len(errors):] + reasons[:len(errors)]
+    if reasons:
+        report.verdict = "fail"
+        report.reasons = reasons
+    else:
+        report.verdict = "pass"
+        report.reasons = []
+
+
+def _summary(report: CheckReport) -> str:
+    head = f"verdict: {report.verdict} (candidate {report.candidate_id}, task {report.task_id})"
+    lines = [head]
+    if report.verdict == "pass":
+        c = report.correctness
+        lines.append(f"Correct on {len(c.trials)} trials ({', '.join(sorted({t.inputs for t in c.trials}))} inputs; "
+                     f"atol={c.atol:g}, rtol={c.rtol:g}); {len(report.integrity.checks_run)} integrity checks clean.")
+        t = report.timing
+        if t.candidate:
+            parts = [f"candidate {t.candidate.median_ms:.4g} ms (IQR {t.candidate.iqr_ms:.2g})"]
+            if t.eager:
+                parts.append(f"eager {t.eager.median_ms:.4g} ms -> {report.speedup_vs_eager:.3g}x")
+            if t.compiled:
+                parts.append(f"torch.compile {t.compiled.median_ms:.4g} ms -> {report.speedup_vs_compile:.3g}x")
+            elif t.compile_note:
+                parts.append(t.compile_note)
+            if t.floor_fraction is not None:
+                parts.append(f"{t.floor_fraction:.0%} of the memory-bandwidth floor")
+            lines.append("Timing: " + "; ".join(parts) + ".")
+            if report.speedup_vs_eager is not None and report.speedup_vs_eager < 1:
+                lines.append("Next: it is slower than eager; profile it with profile_kernel.")
+        else:
+            lines.append("Timing was not requested.")
+    else:
+        lines.append("Fix first: " + (report.reasons[0] if report.reasons else "see the report"))
+        for r in report.reasons[1:3]:
+            lines.append(f"Also: {r}")
+        if report.error_kind == "compile_error" and report.build.diagnostics:
+            d = report.build.diagnostics[0]
+            if d.source_line:
+                lines.append(f"Offending line: {d.source_line}")
+    warn = [f for f in report.integrity.findings if f.severity != "error"]
+    for f in warn[:2]:
+        lines.append(f"Note: {f.code}: {f.message}")
+    return "\n".join(lines)
+
+
+def _finish(report: CheckReport, ws, t_start: float) -> CheckReport:
+    from stitch_mcp.loop import route_after
+
+    report.stage_seconds["total"] = round(time.monotonic() - t_start, 3)
+    report.summary = _summary(report)
+    ws.add_report("check", report, task_id=report.task_id, candidate_id=report.candidate_id)
+    try:
+        report.route = route_after(report.task_id, report.candidate_id)
+    except Exception:  # routing must not lose the verdict
+        log.exception("route_after failed")
+    return report
+
+
+# ------------------------------------------------------------------ baselines cache
+
+
+def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
+    body = ws.latest_report("baseline", task_id=task_id) or {}
+    return {dev: b for dev, b in (body.get("devices") or {}).items() if b.get("timing_iters") == timing_iters}
+
+
+def _store_baselines(ws, task_id: str, out: dict, timing_iters: int) -> None:
+    t = out.get("timing") or {}
+    if not t or t.get("baselines_cached") or not t.get("eager"):
+        return
+    body = ws.latest_report("baseline", task_id=task_id) or {}
+    devices = dict(body.get("devices") or {})
+    devices[out.get("device", "")] = {"eager": t.get("eager"), "compiled": t.get("compiled"),
+                                      "compile_note": t.get("compile_note", ""), "timing_iters": timing_iters,
+                                      "measured_at": time.time()}
+    ws.add_report("baseline", {"devices": devices}, task_id=task_id)

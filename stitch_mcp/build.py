@@ -1,0 +1,603 @@
+"""Building candidates' extensions: a content-addressed cache around `torch.utils.cpp_extension`.
+
+KernelBench candidates call `load_inline(name, cpp_sources, cuda_sources, functions, ...)` when
+they are imported. Inside a worker, `install_build_cache` replaces `load_inline` and `load` with
+wrappers that
+
+- key each extension by a hash of its sources, flags, options, torch/CUDA/Python versions, the
+  compiler and the GPU architecture, and import an already-built `.so` straight from the cache
+  (`objects/<key>/`), so a resubmitted candidate costs no compile and no ninja run;
+- otherwise build in a *stable* directory keyed by the binding translation unit only (the
+  `cpp_sources`, `functions`, flags and environment, not the CUDA kernel), under a module name
+  derived from that key rather than the candidate's: when a candidate changes only its kernel, ninja
+  finds `main.cpp` (the pybind binding that includes all of torch/extension.h) unchanged and
+  recompiles only `cuda.cu`, whatever name the candidate gave its extension;
+- serialise builds of one directory with an `flock` (released when a worker dies), so any `lock`
+  file that cpp_extension left behind in a directory we hold is stale and is removed (a crashed
+  build otherwise makes every later `load_inline` wait forever); a build that finds the stable
+  directory busy builds in a directory of its own instead of waiting;
+- parse compiler output into diagnostics mapped back to the candidate's own lines;
+- without a CUDA-enabled torch (the CPU path) compile CUDA sources to objects with nvcc (and the
+  binding with the host compiler) to report real compiler diagnostics, then stop with NeedsGPU.
+
+Parent-side helpers (the manifest of a candidate's extension keys) need no torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CACHE_VERSION = "1"
+
+
+class NeedsGPU(Exception):
+    """A CUDA extension compiled, but this machine cannot run it (no CUDA device or CUDA torch)."""
+
+
+class BuildError(Exception):
+    """An extension failed to build; `text` holds the compiler output."""
+
+    def __init__(self, message: str, text: str = "", diagnostics: list[dict] | None = None):
+        super().__init__(message)
+        self.text = text
+        self.diagnostics = diagnostics or []
+
+
+def _sha(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------ manifest (parent side)
+
+
+def manifest_path(build_root: Path, candidate_source: str) -> Path:
+    return Path(build_root) / "manifests" / f"{_sha(CACHE_VERSION, candidate_source)[:32]}.json"
+
+
+def cached_manifest(build_root: Path, candidate_source: str) -> dict | None:
+    """The extensions a candidate built before, if every one of them is still in the cache."""
+    path = manifest_path(build_root, candidate_source)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    for ext in data.get("extensions", []):
+        obj = Path(build_root) / "objects" / ext["key"]
+        if not ((obj / "done").exists() or (data.get("needs_gpu") and (obj / "compiled").exists())):
+            return None
+    return data
+
+
+def write_manifest(build_root: Path, candidate_source: str, data: dict) -> None:
+    path = manifest_path(build_root, candidate_source)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------ diagnostics
+
+GCC_RE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? "
+                    r"(?P<sev>fatal error|error|warning|note): (?P<msg>.*)$")
+NVCC_RE = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark)"
+                     r"(?: #[\w-]+)?: (?P<msg>.*)$")
+LINK_RE = re.compile(r"(undefined reference to [`'](?P<sym>[^'`]+)'|undefined symbol: (?P<sym2>\S+))")
+
+
+@dataclass
+class Generated:
+    """A file load_inline generated from pieces of the candidate's source."""
+
+    path: str
+    pieces: list[str]
+    kinds: list[str] = field(default_factory=list)  # "implicit", "source", "binding"
+
+    def locate(self, line: int) -> tuple[int, int] | None:
+        """(piece index, 0-based line within the piece) of a 1-based line of the file."""
+        start = 1
+        for i, piece in enumerate(self.pieces):
+            n = piece.count("\n") + 1
+            if start <= line < start + n:
+                return i, line - start
+            start += n
+        return None
+
+
+def _demangle(sym: str) -> str:
+    try:
+        out = subprocess.run(["c++filt", sym], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or sym
+    except (OSError, subprocess.SubprocessError):
+        return sym
+
+
+class SourceMap:
+    """Maps lines of generated files back to lines of the candidate .py."""
+
+    def __init__(self, candidate_source: str):
+        self.lines = candidate_source.splitlines()
+        self.constants: list[tuple[int, str]] = []
+        try:
+            for node in ast.walk(ast.parse(candidate_source)):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" in node.value:
+                    self.constants.append((node.lineno, node.value))
+        except SyntaxError:
+            pass
+        self.generated: dict[str, Generated] = {}
+
+    def add(self, gen: Generated) -> None:
+        self.generated[os.path.basename(gen.path)] = gen
+
+    def candidate_line(self, piece: str, offset: int, text: str) -> int | None:
+        want = text.strip()
+        for lineno, value in self.constants:
+            pos = value.find(piece) if piece else -1
+            if pos < 0:
+                continue
+            line = lineno + value[:pos].count("\n") + offset
+            if 0 < line <= len(self.lines) and (not want or self.lines[line - 1].strip() == want):
+                return line
+        if want:
+            hits = [i + 1 for i, ln in enumerate(self.lines) if ln.strip() == want]
+            if len(hits) == 1:
+                return hits[0]
+        return None
+
+    def resolve(self, file: str, line: int | None) -> tuple[str, int | None, str, bool]:
+        """(display file, candidate line, source text, in the candidate's own code)."""
+        gen = self.generated.get(os.path.basename(file))
+        if gen is None or line is None:
+            return file, None, "", False
+        where = gen.locate(line)
+        if where is None:
+            return os.path.basename(file), None, "", False
+        idx, off = where
+        piece = gen.pieces[idx]
+        text = piece.split("\n")[off] if off < piece.count("\n") + 1 else ""
+        kind = gen.kinds[idx] if idx < len(gen.kinds) else "source"
+        if kind == "binding":
+            hits = [i + 1 for i, ln in enumerate(self.lines) if "functions" in ln]
+            return os.path.basename(file), (hits[0] if hits else None), text, True
+        if kind == "implicit":
+            return os.path.basename(file), None, text, False
+        return os.path.basename(file), self.candidate_line(piece, off, text), text, True
+
+
+def parse_diagnostics(text: str, smap: SourceMap | None = None, limit: int = 20) -> list[dict]:
+    """Compiler/linker output -> diagnostics, errors in the candidate's own code first."""
+    found: list[tuple[int, int, dict]] = []
+    seen = set()
+    for order, raw in enumerate(text.splitlines()):
+        line = raw.rstrip()
+        m = GCC_RE.match(line) or NVCC_RE.match(line)
+        diag = None
+        if m:
+            sev = m["sev"]
+            severity = "error" if "error" in sev else ("warning" if sev == "warning" else "note")
+            lineno = int(m["line"])
+            col = int(m["col"]) if "col" in m.groupdict() and m["col"] else None
+            file, cand_line, src, own = smap.resolve(m["file"], lineno) if smap else (m["file"], None, "", False)
+            msg = m["msg"].strip()
+            if smap and os.path.basename(m["file"]) == "main.cpp" and own and cand_line is not None \
+                    and "PYBIND11_MODULE" not in src and "m.def(" in src:
+                msg += " (a name in `functions` must be declared in cpp_sources with that exact name)"
+            diag = dict(severity=severity, message=msg, file=os.path.basename(file), line=lineno, column=col,
+                        candidate_line=cand_line, source_line=src.strip())
+            rank = (0 if severity == "error" else 2 if severity == "warning" else 3) + (0 if own else 1)
+        else:
+            lm = LINK_RE.search(line)
+            if lm:
+                sym = lm["sym"] or lm["sym2"]
+                diag = dict(severity="error", file="", line=None, column=None, candidate_line=None, source_line="",
+                            message=f"undefined symbol {_demangle(sym)}: a function is declared but not defined "
+                                    "(or defined with a different signature, or in a source not compiled)")
+                rank = 0
+        if diag is None:
+            continue
+        key = (diag["file"], diag["line"], diag["message"])
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append((rank, order, diag))
+    found.sort(key=lambda t: (t[0], t[1]))
+    return [d for _, _, d in found[:limit]]
+
+
+def tail(text: str, n: int = 4000) -> str:
+    return text if len(text) <= n else "...\n" + text[-n:]
+
+
+# ------------------------------------------------------------------ environment fingerprint
+
+_env_cache: dict[str, Any] = {}
+
+
+def _tool_version(cmd: list[str]) -> str:
+    key = " ".join(cmd)
+    if key not in _env_cache:
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            _env_cache[key] = (out.stdout or out.stderr).strip().splitlines()[-1:] or [""]
+        except (OSError, subprocess.SubprocessError):
+            _env_cache[key] = ["missing"]
+    return _env_cache[key][0]
+
+
+def cuda_arch() -> str:
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    if arch:
+        return arch
+    import torch
+
+    if torch.cuda.is_available():
+        caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+        return ";".join(f"{a}.{b}" for a, b in caps)
+    return "sm_90"
+
+
+def env_fingerprint(with_cuda: bool) -> dict:
+    import torch
+
+    fp = {"v": CACHE_VERSION, "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+          "python": sys.version_info[:2], "cxx": os.environ.get("CXX", "c++"),
+          "cxx_version": _tool_version([os.environ.get("CXX", "c++"), "--version"])[:80]}
+    if with_cuda:
+        fp["nvcc"] = _tool_version(["nvcc", "--version"])
+        fp["arch"] = cuda_arch()
+    return fp
+
+
+# ------------------------------------------------------------------ the cache wrapper (worker side)
+
+
+def _as_list(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    return [str(x) for x in v]
+
+
+def _lock_dir(path: Path, blocking: bool) -> int | None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _import_so(module_name: str, directory: Path):
+    import importlib.util
+
+    path = directory / f"{module_name}.so"
+    spec = importlib.util.spec_from_file_location(module_name, str(path))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildCache:
+    """Installed in a worker: records what each load_inline/load did."""
+
+    def __init__(self, root: Path, candidate_source: str = "", candidate_file: str = "",
+                 allow_build: bool = True, emit=None):
+        self.root = Path(root)
+        self.smap = SourceMap(candidate_source)
+        self.candidate_file = candidate_file
+        self.allow_build = allow_build
+        self.emit = emit
+        self.extensions: list[dict] = []
+        self.diagnostics: list[dict] = []
+        self.log = ""
+        self.orig_inline = None
+        self.orig_load = None
+
+    # -- installation
+    def install(self) -> None:
+        import torch.utils.cpp_extension as ce
+
+        self.orig_inline, self.orig_load = ce.load_inline, ce.load
+        cache = self
+
+        def load_inline(*args, **kwargs):
+            return cache.load_inline(*args, **kwargs)
+
+        def load(*args, **kwargs):
+            return cache.load(*args, **kwargs)
+
+        load_inline.__doc__ = ce.load_inline.__doc__
+        load.__doc__ = ce.load.__doc__
+        ce.load_inline = load_inline
+        ce.load = load
+
+    # -- load_inline
+    def load_inline(self, *args, **kwargs):
+        import inspect
+
+        import torch
+
+        bound = inspect.signature(self.orig_inline).bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = dict(bound.arguments)
+        cpp = _as_list(a["cpp_sources"])
+        cuda = _as_list(a["cuda_sources"])
+        if _as_list(a.get("sycl_sources")):
+            raise BuildError("sycl_sources are not supported")
+        functions = a["functions"]
+        with_cuda = bool(cuda) if a["with_cuda"] is None else bool(a["with_cuda"])
+        options = {k: a[k] for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
+                                     "with_cuda", "is_python_module", "with_pytorch_error_handling",
+                                     "no_implicit_headers")}
+        env = env_fingerprint(with_cuda)
+        bind_key = _sha("inline", cpp, functions, options, env)
+        full_key = _sha(bind_key, cuda)[:40]
+        module_name = f"st_{bind_key[:16]}"
+        record = {"name": str(a["name"]), "key": full_key, "module": module_name, "cached": False,
+                  "seconds": 0.0, "with_cuda": with_cuda}
+        self.extensions.append(record)
+        objdir = self.root / "objects" / full_key
+        gpu_ok = torch.cuda.is_available() and torch.version.cuda is not None
+        t0 = time.monotonic()
+
+        if (objdir / "done").exists() and (objdir / f"{module_name}.so").exists():
+            record["cached"] = True
+            if with_cuda and not gpu_ok:
+                raise NeedsGPU(f"extension '{a['name']}' is CUDA code (compiled earlier); running it needs a GPU")
+            module = _import_so(module_name, objdir)
+            record["seconds"] = round(time.monotonic() - t0, 3)
+            return module
+        if (objdir / "compiled").exists() and with_cuda and not gpu_ok:
+            record["cached"] = True
+            raise NeedsGPU(f"extension '{a['name']}' is CUDA code (compiled earlier); running it needs a GPU")
+        if not self.allow_build:
+            raise BuildError(f"extension '{a['name']}' is not built")
+
+        if self.emit:
+            self.emit("building", name=str(a["name"]), key=full_key)
+        stable = self.root / "work" / bind_key[:32]
+        fd = _lock_dir(self.root / "locks" / f"{bind_key[:32]}.lock", blocking=False)
+        if fd is None:  # another build holds the stable directory: build on our own
+            stable = self.root / "work" / f"{bind_key[:32]}-{full_key[:12]}"
+            fd = _lock_dir(self.root / "locks" / f"{bind_key[:32]}-{full_key[:12]}.lock", blocking=True)
+        try:
+            stable.mkdir(parents=True, exist_ok=True)
+            stale = stable / "lock"
+            if stale.exists():  # we hold the flock: nobody else is building here
+                stale.unlink()
+            self._register_generated(stable, cpp, cuda, functions, a)
+            if with_cuda and not gpu_ok:
+                self._compile_only(stable, module_name, cpp, cuda, a)
+                objdir.mkdir(parents=True, exist_ok=True)
+                (objdir / "compiled").write_text("ok")
+                record["seconds"] = round(time.monotonic() - t0, 3)
+                raise NeedsGPU(f"extension '{a['name']}' compiled; it is CUDA code and running it needs a GPU")
+            kwargs = dict(a)
+            kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
+            try:
+                module = self.orig_inline(**kwargs)
+            except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
+                text = str(exc)
+                self.log += text
+                diags = parse_diagnostics(text, self.smap)
+                self.diagnostics.extend(diags)
+                raise BuildError(f"building extension '{a['name']}' failed", text, diags) from None
+            self._publish(stable, module_name, objdir)
+        finally:
+            _unlock(fd)
+        record["seconds"] = round(time.monotonic() - t0, 3)
+        return module
+
+    def _register_generated(self, directory: Path, cpp: list[str], cuda: list[str], functions, a) -> None:
+        implicit = not a.get("no_implicit_headers")
+        pieces, kinds = [], []
+        if implicit:
+            pieces.append("#include <torch/extension.h>")
+            kinds.append("implicit")
+        pieces += cpp
+        kinds += ["source"] * len(cpp)
+        if functions is not None:
+            names = [functions] if isinstance(functions, str) else list(functions)
+            pieces.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+            kinds.append("binding")
+            for n in names:
+                pieces.append(f'm.def("{n}", ...);')
+                kinds.append("binding")
+            pieces.append("}")
+            kinds.append("binding")
+        self.smap.add(Generated(str(directory / "main.cpp"), pieces, kinds))
+        if cuda:
+            cpieces = (["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+                       if implicit else [])
+            ckinds = ["implicit"] * len(cpieces)
+            self.smap.add(Generated(str(directory / "cuda.cu"), cpieces + cuda, ckinds + ["source"] * len(cuda)))
+
+    def _publish(self, stable: Path, module_name: str, objdir: Path) -> None:
+        sos = sorted(stable.glob(f"{module_name}*.so"), key=lambda p: p.stat().st_mtime)
+        if not sos:
+            return
+        tmp = objdir.with_name(objdir.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(sos[-1], tmp / f"{module_name}.so")
+        (tmp / "done").write_text("ok")
+        try:
+            os.replace(tmp, objdir)
+        except OSError:  # someone published the same key first
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _compile_only(self, directory: Path, module_name: str, cpp: list[str], cuda: list[str], a) -> None:
+        """No CUDA torch here: compile the generated sources to objects for real diagnostics."""
+        import sysconfig
+
+        import torch.utils.cpp_extension as ce
+
+        implicit = not a.get("no_implicit_headers")
+        main = "\n".join((["#include <torch/extension.h>"] if implicit else []) + cpp + self._binding(a))
+        cu = "\n".join((["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+                        if implicit else []) + cuda)
+        (directory / "main.cpp").write_text(main)
+        (directory / "cuda.cu").write_text(cu)
+        incs = [*ce.include_paths(), sysconfig.get_paths()["include"], *(a.get("extra_include_paths") or [])]
+        inc_flags = [f for p in incs for f in ("-isystem", p)]
+        defs = [f"-DTORCH_EXTENSION_NAME={module_name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+        arch = cuda_arch().split(";")[0].replace(".", "").replace("sm_", "")
+        cmds = [
+            [os.environ.get("CXX", "c++"), "-c", "main.cpp", "-o", "main.o", "-fPIC", "-std=c++17", *defs,
+             *inc_flags, *(a.get("extra_cflags") or [])],
+            ["nvcc", "-c", "cuda.cu", "-o", "cuda.cuda.o", "-std=c++17", f"-arch=sm_{arch}",
+             "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
+             *(a.get("extra_cuda_cflags") or [])],
+        ]
+        procs = [subprocess.Popen(c, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for c in cmds]
+        text, failed = "", False
+        for p in procs:
+            out, _ = p.communicate()
+            text += out
+            failed |= p.returncode != 0
+        self.log += text
+        diags = parse_diagnostics(text, self.smap)
+        self.diagnostics.extend(diags)
+        if failed:
+            raise BuildError(f"building extension '{a['name']}' failed", text, diags)
+
+    @staticmethod
+    def _binding(a) -> list[str]:
+        functions = a.get("functions")
+        if functions is None:
+            return []
+        names = [functions] if isinstance(functions, str) else list(functions)
+        wrap = a.get("with_pytorch_error_handling", True)
+        lines = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"]
+        for n in names:
+            fn = f"torch::wrap_pybind_function({n})" if wrap else n
+            lines.append(f'm.def("{n}", {fn}, "{n}");')
+        lines.append("}")
+        return lines
+
+    # -- load (sources are files)
+    def load(self, *args, **kwargs):
+        import inspect
+
+        import torch
+
+        bound = inspect.signature(self.orig_load).bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = dict(bound.arguments)
+        sources = _as_list(a["sources"])
+        contents = []
+        for s in sources:
+            try:
+                contents.append(Path(s).read_text(errors="replace"))
+            except OSError:
+                contents.append(s)
+        with_cuda = any(s.endswith((".cu", ".cuh")) for s in sources) if a["with_cuda"] is None else a["with_cuda"]
+        options = {k: a[k] for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
+                                     "with_cuda", "is_python_module", "is_standalone")}
+        key = _sha("load", [Path(s).name for s in sources], contents, options, env_fingerprint(with_cuda))[:40]
+        name = str(a["name"])
+        record = {"name": name, "key": key, "module": name, "cached": False, "seconds": 0.0, "with_cuda": with_cuda}
+        self.extensions.append(record)
+        if with_cuda and not (torch.cuda.is_available() and torch.version.cuda):
+            raise NeedsGPU(f"extension '{name}' is CUDA code; building and running it needs a GPU")
+        directory = self.root / "work" / f"load-{key}"
+        directory.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        fd = _lock_dir(self.root / "locks" / f"load-{key}.lock", blocking=True)
+        try:
+            if (directory / "lock").exists():
+                (directory / "lock").unlink()
+            record["cached"] = any(directory.glob(f"{name}*.so"))
+            a.update(build_directory=str(directory), verbose=False)
+            try:
+                module = self.orig_load(**a)
+            except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
+                text = str(exc)
+                self.log += text
+                diags = parse_diagnostics(text, self.smap)
+                self.diagnostics.extend(diags)
+                raise BuildError(f"building extension '{name}' failed", text, diags) from None
+            objdir = self.root / "objects" / key
+            objdir.mkdir(parents=True, exist_ok=True)
+            (objdir / "done").write_text("ok")
+        finally:
+            _unlock(fd)
+        record["seconds"] = round(time.monotonic() - t0, 3)
+        return module
+
+
+# ------------------------------------------------------------------ build stage (worker side)
+
+
+def build_stage(spec: dict[str, Any]) -> dict[str, Any]:
+    """Import the candidate with the build cache installed: this builds (or finds) its extensions."""
+    from stitch_mcp.worker import emit, stage
+
+    stage("build_import")
+    t0 = time.monotonic()
+    import torch  # noqa: F401  (imported before the candidate, as the run stage does)
+
+    from stitch_mcp.loader import import_program
+
+    root = Path(spec["build_root"])
+    cache = BuildCache(root, spec["candidate_source"], allow_build=True, emit=emit)
+    cache.install()
+    t_torch = time.monotonic() - t0
+    stage("build")
+    result: dict[str, Any] = {"torch_import_s": round(t_torch, 3)}
+    try:
+        module = import_program(spec["candidate_source"], "candidate", Path.cwd())
+        result["has_model_new"] = hasattr(module, "ModelNew")
+    except NeedsGPU as exc:
+        result["needs_gpu"] = str(exc)
+    except BuildError as exc:
+        result["error"] = {"kind": "compile_error", "message": str(exc)}
+        result["log"] = exc.text
+    except SyntaxError as exc:
+        result["error"] = {"kind": "syntax_error", "message": f"SyntaxError: {exc.msg} (line {exc.lineno})",
+                           "line": exc.lineno}
+    except BaseException as exc:  # the candidate's own import failed
+        import traceback
+
+        tb = traceback.extract_tb(exc.__traceback__)
+        line = next((f.lineno for f in reversed(tb) if f.filename.endswith("candidate.py")), None)
+        from stitch_mcp.worker import classify_error_text
+
+        found = classify_error_text(f"{type(exc).__name__}: {exc}")
+        result["error"] = {"kind": found[0] if found else "import_error",
+                           "message": f"{type(exc).__name__}: {exc}"[:3000], "line": line,
+                           "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+    result["extensions"] = cache.extensions
+    result["diagnostics"] = cache.diagnostics
+    result["log_tail"] = tail(cache.log)
+    result["seconds"] = round(time.monotonic() - t0, 3)
+    if "error" not in result:
+        write_manifest(root, spec["candidate_source"], {"extensions": cache.extensions,
+                                                        "needs_gpu": result.get("needs_gpu", "")})
+    return result

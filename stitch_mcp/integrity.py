@@ -1,0 +1,351 @@
+"""Integrity checks that run inside the run worker (they need the live tensors).
+
+Each check yields findings as plain dicts (code, message, severity, confidence); the parent turns
+them into `Finding` models. Every error-severity finding fails the verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+# Poison values: NaNs with a payload that arithmetic never produces (it yields the canonical NaN),
+# so an element still holding it after the call was never written by the candidate.
+POISON_BITS = {"float32": (0x7FC0DEAD, "int32"), "float64": (0x7FF8DEADDEADDEAD, "int64"),
+               "float16": (0x7E5A, "int16"), "bfloat16": (0x7FDA, "int16")}
+INT_POISON = -0x5A5A5A5A
+
+
+def finding(code: str, message: str, severity: str = "error", confidence: str = "certain", **extra) -> dict:
+    return {"code": code, "message": message, "severity": severity, "confidence": confidence, **extra}
+
+
+# ------------------------------------------------------------------ harness identity (monkey-patching)
+
+
+def harness_snapshot() -> dict[str, Any]:
+    """Identities of the functions the harness relies on, taken before the candidate is imported."""
+    import time
+
+    import torch
+
+    from stitch_mcp import correctness, timing
+
+    snap: dict[str, Any] = {
+        "time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
+        "time.time": time.time, "time.monotonic": time.monotonic,
+        "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
+        "torch.cuda.Stream.synchronize": torch.cuda.Stream.synchronize,
+        "torch.cuda.current_stream": torch.cuda.current_stream,
+        "torch.allclose": torch.allclose, "torch.equal": torch.equal, "torch.isclose": torch.isclose,
+        "torch.Tensor.clone": torch.Tensor.clone, "torch.Tensor.copy_": torch.Tensor.copy_,
+        "torch.Tensor.__sub__": torch.Tensor.__sub__, "torch.Tensor.abs": torch.Tensor.abs,
+        "torch.nn.Module.__call__": torch.nn.Module.__call__,
+        "torch.manual_seed": torch.manual_seed,
+    }
+    for mod in (timing, correctness):
+        for name in dir(mod):
+            if name.startswith("__"):
+                continue
+            val = getattr(mod, name)
+            if callable(val) and getattr(val, "__module__", "") == mod.__name__:
+                snap[f"{mod.__name__}.{name}"] = val
+    snap["stitch_mcp.timing._perf_counter"] = timing._perf_counter
+    return snap
+
+
+def _resolve(path: str):
+    import importlib
+    import sys
+
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        modname = ".".join(parts[:cut])
+        mod = sys.modules.get(modname)
+        if mod is None:
+            try:
+                mod = importlib.import_module(modname)
+            except ImportError:
+                continue
+        obj = mod
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def check_harness(snap: dict[str, Any], when: str) -> list[dict]:
+    changed = [name for name, obj in snap.items() if _resolve(name) is not obj]
+    if not changed:
+        return []
+    return [finding("monkey_patching",
+                    f"the candidate replaced harness functions ({', '.join(changed[:6])}) {when}; "
+                    "timers, synchronisation and comparison functions must not be patched",
+                    evidence=changed)]
+
+
+# ------------------------------------------------------------------ threads and processes
+
+
+def thread_snapshot() -> dict[str, Any]:
+    try:
+        os_threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        os_threads = threading.active_count()
+    children = set()
+    try:
+        for t in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{t}/children") as fh:
+                children.update(int(x) for x in fh.read().split())
+    except (OSError, ValueError):
+        pass
+    return {"py": {t.ident for t in threading.enumerate() if t.is_alive()},
+            "names": {t.ident: t.name for t in threading.enumerate()},
+            "os": os_threads, "children": children}
+
+
+def check_threads(before: dict[str, Any], after: dict[str, Any]) -> list[dict]:
+    out = []
+    new_py = after["py"] - before["py"]
+    if new_py:
+        names = [after["names"].get(i, "?") for i in new_py]
+        out.append(finding("background_threads",
+                           f"the candidate started {len(new_py)} Python thread(s) still running after its calls "
+                           f"({', '.join(names[:4])}): work hidden from the timer or done after the check"))
+    new_children = after["children"] - before["children"]
+    if new_children:
+        out.append(finding("background_processes",
+                           f"the candidate started {len(new_children)} child process(es) still running"))
+    grew = after["os"] - before["os"]
+    if grew > 0 and not new_py:
+        out.append(finding("native_threads",
+                           f"the process has {grew} more native thread(s) after the candidate's calls; "
+                           "usually a library's thread pool, but work on threads escapes the timer",
+                           severity="warning", confidence="possible"))
+    return out
+
+
+# ------------------------------------------------------------------ tensors
+
+
+def flatten(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            out.extend(flatten(v))
+        return out
+    if isinstance(value, dict):
+        out = []
+        for k in sorted(value):
+            out.extend(flatten(value[k]))
+        return out
+    return [value]
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    import torch
+
+    def c(v):
+        if isinstance(v, torch.Tensor):
+            return v.clone()
+        if isinstance(v, (list, tuple)):
+            return type(v)(c(x) for x in v)
+        return v
+
+    return [c(v) for v in inputs]
+
+
+def same_bits(a, b) -> bool:
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
+                    and torch.equal(torch.isnan(a), torch.isnan(b)))
+    return bool(torch.equal(a, b))
+
+
+def check_inputs_unchanged(before: list[Any], after: list[Any]) -> list[dict]:
+    import torch
+
+    changed = []
+    for i, (b, a) in enumerate(zip(flatten(before), flatten(after))):
+        if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor) and not same_bits(b, a):
+            changed.append(i)
+    if not changed:
+        return []
+    return [finding("input_mutation", f"the candidate modified its input(s) {changed} in place; "
+                                      "write results to new tensors and leave the inputs untouched")]
+
+
+def check_plain_outputs(outputs: list[Any], inputs: list[Any], device: str) -> list[dict]:
+    """Outputs must be plain dense tensors with their own storage."""
+    import torch
+
+    out = []
+    input_ptrs = set()
+    for t in flatten(inputs):
+        if isinstance(t, torch.Tensor) and t.numel():
+            try:
+                input_ptrs.add(t.untyped_storage().data_ptr())
+            except Exception:
+                pass
+    for i, o in enumerate(outputs):
+        if not isinstance(o, torch.Tensor):
+            out.append(finding("not_a_tensor", f"output {i} is a {type(o).__name__}, not a torch.Tensor"))
+            continue
+        if type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
+            out.append(finding("tensor_subclass", f"output {i} is a {type(o).__name__} (a Tensor subclass); return "
+                                                  "a plain torch.Tensor (lazy or deferred values are not accepted)"))
+            continue
+        if o.layout != torch.strided or o.is_sparse:
+            out.append(finding("not_dense", f"output {i} has layout {o.layout}; return a dense strided tensor"))
+            continue
+        if o.device.type == "meta":
+            out.append(finding("no_storage", f"output {i} is a meta tensor with no data"))
+            continue
+        try:
+            ptr = o.untyped_storage().data_ptr()
+        except Exception as exc:
+            out.append(finding("no_storage", f"output {i} has no accessible storage ({exc})"))
+            continue
+        if o.numel() and ptr == 0:
+            out.append(finding("no_storage", f"output {i} has no storage"))
+        elif o.numel() and ptr in input_ptrs:
+            out.append(finding("output_aliases_input", f"output {i} shares storage with an input; "
+                                                       "return a new tensor", severity="error"))
+    return out
+
+
+def poison_free_memory(templates: list[Any], device: str) -> None:
+    """Fill the allocator's free blocks of the outputs' sizes with the poison value, then free them.
+
+    The next allocation of the same size (the candidate's output) then starts out poisoned, and
+    whatever a previous call left there (e.g. the reference's result) is gone.
+    """
+    import torch
+
+    held = []
+    for t in templates:
+        if not isinstance(t, torch.Tensor) or not t.numel():
+            continue
+        # the CUDA caching allocator hands back the block just freed; glibc malloc may pick either
+        for _ in range(1 if device.startswith("cuda") else 2):
+            held.append(poisoned_like(t, device))
+    del held
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def poisoned_like(t, device: str):
+    import torch
+
+    name = str(t.dtype).replace("torch.", "")
+    if name in POISON_BITS:
+        bits, itype = POISON_BITS[name]
+        if bits >= 2 ** 31 and itype == "int32":
+            bits -= 2 ** 32
+        if itype == "int64" and bits >= 2 ** 63:
+            bits -= 2 ** 64
+        if itype == "int16" and bits >= 2 ** 15:
+            bits -= 2 ** 16
+        raw = torch.full(t.shape, bits, dtype=getattr(torch, itype), device=device)
+        return raw.view(t.dtype)
+    if t.dtype == torch.bool:
+        return torch.ones(t.shape, dtype=t.dtype, device=device)
+    if t.is_complex():
+        return torch.full(t.shape, float("nan"), dtype=t.dtype, device=device)
+    return torch.full(t.shape, INT_POISON if t.dtype in (torch.int32, torch.int64) else 7, dtype=t.dtype,
+                      device=device)
+
+
+def unwritten_count(o) -> int:
+    """Elements still holding the float poison payload."""
+    import torch
+
+    name = str(o.dtype).replace("torch.", "")
+    if name not in POISON_BITS or not o.numel() or o.layout != torch.strided:
+        return 0
+    bits, itype = POISON_BITS[name]
+    if itype == "int32" and bits >= 2 ** 31:
+        bits -= 2 ** 32
+    if itype == "int64" and bits >= 2 ** 63:
+        bits -= 2 ** 64
+    if itype == "int16" and bits >= 2 ** 15:
+        bits -= 2 ** 16
+    try:
+        return int((o.contiguous().view(getattr(torch, itype)) == bits).sum().item())
+    except Exception:
+        return 0
+
+
+def fingerprint(o) -> tuple | None:
+    """A cheap summary of a tensor for 'does it change with the input' checks."""
+    import torch
+
+    if not isinstance(o, torch.Tensor) or not o.numel():
+        return None
+    f = o.detach().flatten()
+    if f.is_complex():
+        f = torch.view_as_real(f).flatten()
+    n = f.numel()
+    idx = torch.linspace(0, n - 1, steps=min(n, 4096), device=f.device).long()
+    sample = torch.nan_to_num(f[idx].to(torch.float64), nan=1.2345e300)
+    total = float(torch.nansum(f, dtype=torch.float64)) if f.is_floating_point() else float(f.sum(dtype=torch.float64))
+    return (n, total, tuple(sample.cpu().tolist()))
+
+
+# ------------------------------------------------------------------ physical floor
+
+# Peak memory bandwidth (bytes/s) by device name; measured copy bandwidth is below these.
+BANDWIDTH = [("H200", 4.8e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H20", 4.0e12), ("GH200", 4.0e12),
+             ("B200", 8.0e12), ("B100", 8.0e12), ("A100", 2.04e12), ("L40S", 0.864e12), ("L40", 0.864e12),
+             ("L4", 0.3e12), ("A10", 0.6e12), ("RTX 4090", 1.01e12), ("RTX 6000", 0.96e12), ("V100", 0.9e12),
+             ("T4", 0.32e12)]
+
+
+def peak_bandwidth(device: str) -> tuple[float | None, str]:
+    import torch
+
+    if not device.startswith("cuda"):
+        return None, ""
+    name = torch.cuda.get_device_name(torch.device(device))
+    for key, bw in BANDWIDTH:
+        if key in name:
+            return bw, f"{name}: peak {bw / 1e12:.2f} TB/s"
+    # Unknown GPU: measure a device-to-device copy and allow 30% above it.
+    n = 128 * 1024 * 1024
+    a = torch.empty(n, dtype=torch.uint8, device=device)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(5):
+        b.copy_(a)
+    e.record()
+    torch.cuda.synchronize()
+    bw = 2 * n * 5 / (s.elapsed_time(e) / 1e3) * 1.3
+    return bw, f"{name}: measured copy bandwidth x1.3 = {bw / 1e12:.2f} TB/s"
+
+
+def tensor_bytes(values: list[Any]) -> int:
+    import torch
+
+    total = 0
+    for t in flatten(values):
+        if isinstance(t, torch.Tensor):
+            total += t.numel() * t.element_size()
+    return total

@@ -1,0 +1,452 @@
+"""Worker processes: every candidate is built and run in its own process, never in the server.
+
+Parent side (`run_worker`): start `python -m stitch_mcp.worker` in a fresh session (its own process
+group) and working directory, with its stdout/stderr captured (head and tail kept, never reaching our
+own stdout, which is the MCP stream), a wall-clock limit per stage, and a dedicated pipe on which the
+worker sends JSON events (stage started, progress, result). Whatever happens to the worker, the
+parent kills its whole process group and classifies the outcome: ok, an exception, a segfault or
+other signal, an illegal memory access, GPU or host out-of-memory, a hang, `os._exit`, an output
+flood, a CPU-time limit.
+
+Child side (`main`): apply resource limits (open files, processes, CPU time, core dumps, file size;
+address space only when CUDA is not involved: the CUDA driver reserves huge virtual ranges), try to
+drop network access, then dispatch to the stage function. This module imports nothing heavy at top
+level; stage modules import torch inside the worker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+HEAD_BYTES = 4_000
+TAIL_BYTES = 12_000
+FLOOD_BYTES = 32 * 1024 * 1024  # more candidate output than this is a flood: the worker is killed
+
+# ------------------------------------------------------------------ outcome classification
+
+CRASH_PATTERNS: list[tuple[str, str, str]] = [
+    # (kind, substring in the error text (lowercase), explanation)
+    ("illegal_memory_access", "illegal memory access", "a kernel read or wrote out of bounds "
+     "(check index arithmetic and bounds guards; run compute-sanitizer)"),
+    ("illegal_memory_access", "misaligned address", "a kernel used a misaligned vector or pointer access"),
+    ("illegal_memory_access", "illegal instruction", "a kernel executed an illegal instruction"),
+    ("launch_failure", "unspecified launch failure", "a kernel crashed (unspecified launch failure)"),
+    ("launch_failure", "invalid configuration argument", "a kernel launch had an invalid grid/block "
+     "configuration (too many threads per block, zero-sized grid, too much shared memory)"),
+    ("launch_failure", "too many resources requested for launch", "a launch needs more registers or "
+     "shared memory than the GPU has per block; use fewer threads or less shared memory"),
+    ("device_assert", "device-side assert", "a device-side assert fired"),
+    ("cuda_oom", "cuda out of memory", "the GPU ran out of memory"),
+    ("cuda_oom", "outofmemoryerror", "the GPU ran out of memory"),
+    ("host_oom", "memoryerror", "the host ran out of memory (or hit the worker's address-space limit)"),
+    ("host_oom", "can't allocate memory", "the host ran out of memory (or hit the worker's limit)"),
+    ("host_oom", "std::bad_alloc", "the host ran out of memory (std::bad_alloc)"),
+]
+
+
+def classify_error_text(text: str) -> tuple[str, str] | None:
+    low = text.lower()
+    for kind, needle, why in CRASH_PATTERNS:
+        if needle in low:
+            return kind, why
+    return None
+
+
+def describe_signal(signum: int) -> tuple[str, str]:
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    if signum == signal.SIGSEGV:
+        return "segfault", "the worker crashed with a segmentation fault (SIGSEGV): a host-side invalid memory access"
+    if signum == signal.SIGBUS:
+        return "segfault", "the worker crashed with a bus error (SIGBUS)"
+    if signum == signal.SIGABRT:
+        return "abort", "the worker aborted (SIGABRT): a failed assertion or an uncaught C++ exception"
+    if signum == signal.SIGFPE:
+        return "signal", "the worker crashed with a floating-point exception (SIGFPE): integer division by zero?"
+    if signum == signal.SIGXCPU:
+        return "cpu_time_limit", "the worker used up its CPU-time limit"
+    if signum == signal.SIGXFSZ:
+        return "file_size_limit", "the worker wrote a file over its size limit"
+    if signum == signal.SIGKILL:
+        return "killed", "the worker was killed (SIGKILL): most likely the host ran out of memory (OOM killer)"
+    return "signal", f"the worker died from {name}"
+
+
+# ------------------------------------------------------------------ parent side
+
+
+@dataclass
+class WorkerResult:
+    """What came back from one worker run."""
+
+    status: str = "ok"  # ok | error | crash | timeout | flood | cancelled | no_result
+    kind: str = ""  # finer classification: segfault, illegal_memory_access, cuda_oom, os_exit, ...
+    message: str = ""
+    result: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stage: str = ""  # last stage the worker announced
+    returncode: int | None = None
+    output: str = ""
+    output_bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.result is not None
+
+
+class _Capture:
+    """Reads a pipe, keeping the head and tail; calls on_flood once past the byte limit."""
+
+    def __init__(self, stream, limit: int, on_flood: Callable[[], None]):
+        self.stream, self.limit, self.on_flood = stream, limit, on_flood
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.flooded = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                if len(self.head) < HEAD_BYTES:
+                    take = HEAD_BYTES - len(self.head)
+                    self.head += chunk[:take]
+                    chunk = chunk[take:]
+                if chunk:
+                    self.tail += chunk
+                    if len(self.tail) > 2 * TAIL_BYTES:
+                        del self.tail[:-TAIL_BYTES]
+                if self.total > self.limit and not self.flooded:
+                    self.flooded = True
+                    self.on_flood()
+        except (OSError, ValueError):
+            pass
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = bytes(self.tail[-TAIL_BYTES:]).decode("utf-8", "replace")
+        skipped = self.total - len(self.head) - min(len(self.tail), TAIL_BYTES)
+        if skipped > 0:
+            return f"{head}\n... [{skipped} bytes left out] ...\n{tail}"
+        return head + tail
+
+
+def _descendants(pid: int) -> list[int]:
+    """Child processes (recursively) via /proc, to kill those that left the process group."""
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as fh:
+                    kids = [int(x) for x in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out.extend(kids)
+            stack.extend(kids)
+    return out
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker, its process group and any descendants that left the group."""
+    if proc.poll() is not None:
+        # The worker itself is gone; its group may still hold children (e.g. ninja, nvcc).
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return
+    kids = _descendants(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for k in kids:
+        try:
+            os.kill(k, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.setdefault("CUDA_MODULE_LOADING", "LAZY")
+    env.update(extra or {})
+    return env
+
+
+def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: float,
+               on_event: Callable[[dict[str, Any]], None] | None = None,
+               register_kill: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
+               env: dict[str, str] | None = None, flood_bytes: int = FLOOD_BYTES) -> WorkerResult:
+    """Run one stage in a fresh worker process and classify how it ended.
+
+    `register_kill(fn)` (e.g. Progress.on_cancel) is given a function that kills the worker; it
+    returns an unregister function. Events the worker sends are passed to `on_event` as they come.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
+    r_fd, w_fd = os.pipe()
+    res = WorkerResult(stage="start")
+    t0 = time.monotonic()
+    killed = {"why": ""}
+    lock = threading.Lock()
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stitch_mcp.worker", str(workdir / "spec.json")],
+        cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, pass_fds=(w_fd,), env=worker_env({**(env or {}), "STITCH_EVENT_FD": str(w_fd)}),
+        close_fds=True)
+    os.close(w_fd)
+
+    def kill(why: str) -> None:
+        with lock:
+            if not killed["why"]:
+                killed["why"] = why
+        kill_tree(proc)
+
+    capture = _Capture(proc.stdout, flood_bytes, lambda: kill("flood"))
+    unregister = register_kill(lambda: kill("cancelled")) if register_kill else None
+
+    def read_events() -> None:
+        buf = b""
+        with os.fdopen(r_fd, "rb", buffering=0) as fh:
+            while True:
+                try:
+                    chunk = fh.read(65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(ev, dict):
+                        continue
+                    if ev.get("event") == "result":
+                        res.result = ev.get("data") or {}
+                    else:
+                        res.events.append(ev)
+                        if ev.get("event") == "stage":
+                            res.stage = str(ev.get("name", ""))
+                    if on_event:
+                        try:
+                            on_event(ev)
+                        except Exception:
+                            log.exception("event callback failed")
+
+    reader = threading.Thread(target=read_events, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill("timeout")
+        proc.wait()
+    finally:
+        kill_tree(proc)  # leftovers in the group (compilers, candidate's children)
+        if unregister:
+            unregister()
+    reader.join(timeout=5)
+    capture.thread.join(timeout=5)
+    res.seconds = time.monotonic() - t0
+    res.returncode = proc.returncode
+    res.output = capture.text()
+    res.output_bytes = capture.total
+
+    why = killed["why"]
+    if why == "timeout":
+        res.status, res.kind = "timeout", "timeout"
+        res.message = (f"timed out after {timeout_s:.0f} s during stage '{res.stage}' "
+                       "(a hung kernel, an infinite loop, a deadlock or a very slow build)")
+    elif why == "flood":
+        res.status, res.kind = "flood", "output_flood"
+        res.message = (f"the candidate flooded its output (over {flood_bytes // (1024 * 1024)} MB) during "
+                       f"stage '{res.stage}'; remove debug printing (printf in kernels)")
+    elif why == "cancelled":
+        res.status, res.kind, res.message = "cancelled", "cancelled", "cancelled by the caller"
+    elif res.result is not None:
+        res.status = "ok" if not res.result.get("error") else "error"
+        err = res.result.get("error") or {}
+        res.kind = err.get("kind", "") if isinstance(err, dict) else ""
+        res.message = err.get("message", "") if isinstance(err, dict) else str(err)
+    elif proc.returncode is not None and proc.returncode < 0:
+        res.status = "crash"
+        res.kind, res.message = describe_signal(-proc.returncode)
+        res.message += f" during stage '{res.stage}'"
+        found = classify_error_text(res.output)
+        if found and res.kind in ("abort", "killed"):
+            res.kind, res.message = found[0], found[1] + f" during stage '{res.stage}'"
+    else:
+        res.status = "no_result"
+        found = classify_error_text(res.output)
+        if found:
+            res.kind, res.message = found[0], found[1] + f" during stage '{res.stage}'"
+        else:
+            res.kind = "os_exit"
+            res.message = (f"the worker exited with status {proc.returncode} during stage '{res.stage}' without "
+                           "reporting a result (os._exit or sys.exit called by the candidate, or a fatal error)")
+    return res
+
+
+# ------------------------------------------------------------------ child side
+
+_event_fh = None
+
+
+def emit(event: str, **data: Any) -> None:
+    """Send one JSON event to the parent (worker side)."""
+    global _event_fh
+    if _event_fh is None:
+        fd = int(os.environ.get("STITCH_EVENT_FD", "-1"))
+        if fd < 0:
+            return
+        _event_fh = os.fdopen(fd, "wb", buffering=0)
+        os.set_inheritable(fd, False)
+    line = json.dumps({"event": event, **data}, default=str).encode() + b"\n"
+    _event_fh.write(line)
+
+
+def stage(name: str, **data: Any) -> None:
+    emit("stage", name=name, t=time.monotonic(), **data)
+
+
+def apply_limits(limits: dict[str, Any]) -> list[str]:
+    """Lower this process's resource limits; returns what was applied (best effort)."""
+    applied = []
+
+    def lower(res_id: int, value: int, label: str) -> None:
+        try:
+            soft, hard = resource.getrlimit(res_id)
+            new = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            if soft != resource.RLIM_INFINITY and soft < new:
+                return
+            resource.setrlimit(res_id, (new, hard))
+            applied.append(f"{label}={new}")
+        except (ValueError, OSError):
+            pass
+
+    lower(resource.RLIMIT_CORE, 0, "core")
+    if limits.get("nofile"):
+        lower(resource.RLIMIT_NOFILE, int(limits["nofile"]), "nofile")
+    if limits.get("nproc"):
+        lower(resource.RLIMIT_NPROC, int(limits["nproc"]), "nproc")
+    if limits.get("cpu_s"):
+        lower(resource.RLIMIT_CPU, int(limits["cpu_s"]), "cpu")
+    if limits.get("fsize"):
+        lower(resource.RLIMIT_FSIZE, int(limits["fsize"]), "fsize")
+    if limits.get("as_bytes"):
+        lower(resource.RLIMIT_AS, int(limits["as_bytes"]), "as")
+    if limits.get("deny_network") and hasattr(os, "unshare"):
+        # A private network namespace has only a downed loopback: no network at all. Needs root (or
+        # unprivileged user namespaces, which would remap our uid; not worth it for a best effort).
+        try:
+            os.unshare(os.CLONE_NEWNET)
+            applied.append("netns")
+        except (OSError, AttributeError):
+            pass
+    return applied
+
+
+def main(argv: list[str]) -> int:
+    spec_path = Path(argv[0])
+    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    applied = apply_limits(spec.get("limits") or {})
+    emit("limits", applied=applied)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    name = spec["stage"]
+    try:
+        if name == "build":
+            from stitch_mcp.build import build_stage
+
+            result = build_stage(spec)
+        elif name == "run":
+            from stitch_mcp.correctness import run_stage
+
+            result = run_stage(spec)
+        elif name == "selftest":  # used by the tests to exercise crash classification
+            result = _selftest(spec)
+        else:
+            raise ValueError(f"unknown stage {name!r}")
+    except BaseException as exc:  # report, never raise: the parent reads the event pipe
+        import traceback
+
+        text = "".join(traceback.format_exception(exc))
+        found = classify_error_text(f"{type(exc).__name__}: {exc}")
+        kind, why = found if found else ("exception", "")
+        result = {"error": {"kind": kind, "message": f"{type(exc).__name__}: {exc}"[:4000], "why": why,
+                            "traceback": text[-6000:]}}
+    try:
+        emit("result", data=result)
+    except Exception:
+        # The result did not serialise: report what we can.
+        emit("result", data={"error": {"kind": "internal", "message": "result not serialisable"}})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave without running the candidate's atexit handlers or waiting on its threads.
+    os._exit(0)
+
+
+def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
+    action = spec.get("action")
+    stage("selftest")
+    if action == "ok":
+        print("hello from the worker")
+        return {"value": 42}
+    if action == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
+    if action == "exit":
+        os._exit(3)
+    if action == "hang":
+        time.sleep(3600)
+    if action == "flood":
+        while True:
+            sys.stdout.write("x" * 65536)
+    if action == "oom":
+        blocks = []
+        while True:
+            blocks.append(bytearray(256 * 1024 * 1024))
+    if action == "raise":
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    return {}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,289 @@
+"""compile_and_check on the CPU path: real builds, real worker processes, purpose-written programs.
+
+Each hacking candidate in tests/programs/ must be caught by the named finding; each failure mode
+must give a clear verdict with its cause and leave nothing running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from stitch_mcp.check import compile_and_check, trial_plan
+from stitch_mcp.config import configure, get_settings
+from stitch_mcp.errors import UserError
+from stitch_mcp.store import get_workspace
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def prog(name: str) -> str:
+    return str(PROGRAMS / f"{name}.py")
+
+
+def check(ref: str, cand: str, **kw):
+    kw.setdefault("timing", False)
+    kw.setdefault("compare_compile", False)
+    return compile_and_check(reference=prog(ref), candidate=prog(cand), **kw)
+
+
+def codes(report) -> set[str]:
+    return {f.code for f in report.integrity.findings if f.severity == "error"}
+
+
+def workers_running() -> list[int]:
+    """Worker processes this test process started that are still alive."""
+    from stitch_mcp.worker import _descendants
+
+    alive = []
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"stitch_mcp.worker" in fh.read():
+                    alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+@pytest.fixture
+def short_run_timeout():
+    old = dict(run_timeout_s=get_settings().run_timeout_s)
+    configure(run_timeout_s=8)
+    yield
+    configure(**{k: None for k in old})
+
+
+@pytest.fixture(scope="session")
+def cpp_cold():
+    """The honest C++ candidate, built once per session (cold), then checked again (warm)."""
+    t0 = time.monotonic()
+    cold = check("ref_relu", "cand_relu_cpp", timing=True)
+    cold_s = time.monotonic() - t0
+    return cold, cold_s
+
+
+# ------------------------------------------------------------------ honest candidates
+
+
+def test_honest_torch_candidate_passes_with_timing():
+    r = check("ref_relu", "cand_relu_torch", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.candidate_id and r.task_id
+    assert len(r.correctness.trials) == 5 and all(t.ok for t in r.correctness.trials)
+    dists = {t.inputs for t in r.correctness.trials}
+    assert {"task", "normal", "heavy_tailed"} <= dists
+    assert r.correctness.atol == pytest.approx(1e-4)
+    assert r.timing.candidate and r.timing.candidate.median_ms > 0 and r.timing.candidate.calls >= 10
+    assert r.timing.eager and r.speedup_vs_eager and r.speedup_vs_eager > 0
+    assert r.timing.method == "host perf_counter"
+    assert {"input_mutation", "unwritten_output", "timed_outputs", "monkey_patching"} <= set(r.integrity.checks_run)
+    assert r.route is not None
+    stored = get_workspace().latest_report("check", candidate_id=r.candidate_id)
+    assert stored and stored["verdict"] == "pass"
+
+
+def test_baselines_are_cached_per_task():
+    check("ref_scale", "cand_scale_ok", timing=True)
+    r = check("ref_scale", "cand_scale_ok", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.timing.baselines_cached and r.timing.eager is not None
+
+
+def test_unpredictable_seed_in_every_plan():
+    a, b = trial_plan(5), trial_plan(5)
+    assert [p[0] for p in a][0] == 42 and a[0][0] == b[0][0]
+    assert a[1][0] != b[1][0] or a[1][0] != trial_plan(5)[1][0]
+    assert a[-1][2] == "reinit"
+    assert trial_plan(1)[0][0] != 42 or trial_plan(1)[0][0] != trial_plan(1)[0][0]
+
+
+def test_weights_are_reinitialised_and_copied():
+    r = check("ref_linear", "cand_linear_ok")
+    assert r.verdict == "pass", r.summary
+    assert r.correctness.trials[-1].weights == "reinit"
+
+
+def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):
+    cold, cold_s = cpp_cold
+    assert cold.verdict == "pass", cold.summary
+    assert cold.build.ok and cold.build.extensions and cold.build.extensions[0].name == "relu_cpp"
+    assert cold.timing.candidate is not None
+    t0 = time.monotonic()
+    warm = check("ref_relu", "cand_relu_cpp")
+    warm_s = time.monotonic() - t0
+    assert warm.verdict == "pass", warm.summary
+    assert warm.build.cached and warm.stage_seconds.get("build") == 0.0
+    assert warm.build.extensions and warm.build.extensions[0].cached
+    assert warm_s < 15, f"warm check took {warm_s:.1f} s"
+    print(f"\nC++ candidate: cold {cold_s:.1f} s, warm {warm_s:.1f} s")
+
+
+def test_stale_build_lock_does_not_hang(cpp_cold):
+    """A `lock` file left by a crashed build (cpp_extension's FileBaton) must not block the next build."""
+    build_root = get_settings().build_dir
+    shutil.rmtree(build_root / "objects", ignore_errors=True)
+    shutil.rmtree(build_root / "manifests", ignore_errors=True)
+    for d in (build_root / "work").iterdir():
+        (d / "lock").write_text("")
+    configure(build_timeout_s=120)
+    try:
+        r = check("ref_relu", "cand_relu_cpp")
+    finally:
+        configure()
+    assert r.verdict == "pass", r.summary
+    assert not r.build.cached  # rebuilt (ninja found main.o up to date) instead of waiting on the lock
+
+
+# ------------------------------------------------------------------ build failures
+
+
+def test_cpp_compile_error_maps_to_candidate_line():
+    r = check("ref_relu", "cand_compile_error_cpp")
+    assert r.verdict == "error" and r.error_kind == "compile_error", r.summary
+    d = r.build.diagnostics[0]
+    assert d.severity == "error" and d.candidate_line == 11 and d.source_line == "int* p = v;"
+    assert d.file == "main.cpp" and d.line
+    assert "candidate line 11" in r.reasons[0]
+    assert r.build.log_tail
+
+
+def test_cuda_candidate_compiles_and_needs_gpu():
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not installed")
+    r = check("ref_relu", "cand_cuda_plain")
+    assert r.verdict == "error" and r.error_kind == "needs_gpu", r.summary
+    assert r.build.ok and r.build.extensions[0].with_cuda
+    assert "needs a GPU" in r.summary
+    r2 = check("ref_relu", "cand_cuda_plain")  # compiled before: no build worker at all
+    assert r2.error_kind == "needs_gpu" and r2.build.cached
+
+
+def test_cuda_compile_error_maps_to_candidate_line():
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not installed")
+    r = check("ref_relu", "cand_cuda_error")
+    assert r.verdict == "error" and r.error_kind == "compile_error", r.summary
+    d = r.build.diagnostics[0]
+    assert d.file == "cuda.cu" and d.candidate_line == 9 and "zero_value" in d.message
+    assert "zero_value" in d.source_line
+
+
+# ------------------------------------------------------------------ wrong answers
+
+
+def test_wrong_output_fails_with_trial_details():
+    r = check("ref_relu", "cand_wrong")
+    assert r.verdict == "fail"
+    t = r.correctness.trials[0]
+    assert not t.ok and t.max_abs_err > 1e-3 and 0 < t.mismatch_fraction < 1
+    assert t.first_mismatch_index is not None and len(t.first_mismatch_index) == 2
+    assert "wrong output in trial" in r.reasons[0]
+
+
+def test_heavy_tailed_inputs_catch_range_limited_candidate():
+    r = check("ref_scale", "cand_clamp_range")
+    assert r.verdict == "fail", r.summary
+    failed = {t.inputs for t in r.correctness.trials if not t.ok}
+    assert "heavy_tailed" in failed
+    assert all(t.ok for t in r.correctness.trials if t.inputs == "task" and t.weights == "task")
+
+
+def test_reinitialised_weights_catch_frozen_weights():
+    r = check("ref_linear", "cand_linear_frozen")
+    assert r.verdict == "fail", r.summary
+    bad = [t for t in r.correctness.trials if not t.ok]
+    assert bad and all(t.weights == "reinit" for t in bad)
+
+
+# ------------------------------------------------------------------ integrity findings
+
+
+@pytest.mark.parametrize("ref,cand,code", [
+    ("ref_relu", "cand_mutate", "input_mutation"),
+    ("ref_scale", "cand_alias", "output_aliases_input"),
+    ("ref_relu", "cand_empty", "unwritten_output"),
+    ("ref_relu", "cand_stash", "result_reuse"),
+    ("ref_tiny", "cand_zeros", "tolerance_exploit"),
+    ("ref_tiny", "cand_zeros", "constant_output"),
+    ("ref_relu", "cand_subclass", "tensor_subclass"),
+    ("ref_relu", "cand_patch_timer", "monkey_patching"),
+    ("ref_relu", "cand_thread", "background_threads"),
+])
+def test_integrity_finding(ref, cand, code):
+    r = check(ref, cand)
+    assert r.verdict == "fail", r.summary
+    assert code in codes(r), (code, r.integrity.findings)
+    assert not r.integrity.ok
+
+
+def test_caching_across_timed_calls_is_caught():
+    r = check("ref_relu", "cand_cache_calls", timing=True)
+    assert all(t.ok for t in r.correctness.trials)  # honest for the correctness calls
+    assert r.verdict == "fail" and "timed_output_mismatch" in codes(r), r.summary
+
+
+# ------------------------------------------------------------------ bad input and crashes
+
+
+@pytest.mark.parametrize("cand,kind,words", [
+    ("cand_no_modelnew", "interface", "no class ModelNew"),
+    ("cand_syntax", "syntax_error", "line 6"),
+    ("cand_import_error", "import_error", "definitely_not_a_module"),
+    ("cand_ctor_arity", "interface", "constructor"),
+    ("cand_forward_arity", "interface", "forward"),
+    ("cand_segfault", "segfault", "segmentation fault"),
+    ("cand_exit", "os_exit", "without reporting a result"),
+    ("cand_flood", "output_flood", "flooded"),
+    ("cand_host_oom", "host_oom", "out of memory"),
+    ("cand_illegal_access", "illegal_memory_access", "out of bounds"),
+])
+def test_bad_candidates_give_clear_errors(cand, kind, words):
+    r = check("ref_relu", cand)
+    assert r.verdict == "error" and r.error_kind == kind, (r.error_kind, r.summary)
+    assert words in r.reasons[0], r.reasons
+    assert r.summary.splitlines()[1].startswith("Fix first:")
+    assert get_workspace().latest_report("check", candidate_id=r.candidate_id)["error_kind"] == kind
+    assert r.route is not None and r.route.decision in ("fix", "replan")
+    assert not workers_running()
+
+
+def test_hang_times_out_and_is_killed(short_run_timeout):
+    t0 = time.monotonic()
+    r = check("ref_relu", "cand_hang")
+    assert r.verdict == "error" and r.error_kind == "timeout", r.summary
+    assert "correctness" in r.reasons[0]
+    assert time.monotonic() - t0 < 30
+    assert not workers_running()
+
+
+def test_flood_never_reaches_our_stdout(capfd):
+    r = check("ref_relu", "cand_flood")
+    out, _ = capfd.readouterr()
+    assert r.error_kind == "output_flood"
+    assert "debug" not in out
+    assert "debug" in r.output and len(r.output) <= 4100
+
+
+def test_reference_without_get_inputs_is_rejected():
+    with pytest.raises(UserError, match="get_inputs"):
+        check("ref_no_get_inputs", "cand_relu_torch")
+
+
+def test_reference_whose_get_inputs_fails():
+    r = check("ref_bad_inputs", "cand_relu_torch")
+    assert r.verdict == "error" and r.error_kind == "reference_error"
+    assert "cannot make inputs" in r.reasons[0]
+
+
+@pytest.mark.slow
+def test_torch_compile_baseline_on_cpu():
+    r = check("ref_scale", "cand_scale_ok", timing=True, compare_compile=True)
+    assert r.verdict == "pass", r.summary
+    assert r.timing.compiled is not None or r.timing.compile_note.startswith("torch.compile failed")
+    if r.timing.compiled:
+        assert r.speedup_vs_compile and r.speedup_vs_compile > 0

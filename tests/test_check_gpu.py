@@ -1,0 +1,103 @@
+"""compile_and_check on a GPU: the CUDA-only findings and failure modes (skipped without CUDA).
+
+Run on the GPU machine with tools/gpu/check_gpu.sh. Every candidate shares the same binding source,
+so the binding object (main.o, all of torch/extension.h) is compiled once and each candidate only
+compiles its own kernel translation unit.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from stitch_mcp.check import compile_and_check
+from stitch_mcp.config import configure
+
+pytestmark = pytest.mark.gpu
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+REF = str(PROGRAMS / "gpu_ref_relu.py")
+
+
+def check(cand: str, **kw):
+    kw.setdefault("timing", False)
+    kw.setdefault("compare_compile", False)
+    return compile_and_check(reference=REF, candidate=str(PROGRAMS / f"{cand}.py"), **kw)
+
+
+def codes(report) -> set[str]:
+    return {f.code for f in report.integrity.findings if f.severity == "error"}
+
+
+@pytest.fixture(scope="module")
+def honest():
+    t0 = time.monotonic()
+    r = check("gpu_cand_relu", timing=True, compare_compile=True)
+    return r, time.monotonic() - t0
+
+
+def test_honest_cuda_candidate_passes(honest):
+    r, cold_s = honest
+    assert r.verdict == "pass", r.summary
+    assert r.device and r.device != "cpu"
+    assert r.timing.method.startswith("cuda-events")
+    assert r.timing.candidate and r.timing.eager and r.speedup_vs_eager
+    assert r.timing.floor_ms and 0 < r.timing.floor_fraction <= 1.2
+    assert {"stream_sync", "side_stream_timing", "physical_floor"} <= set(r.integrity.checks_run)
+    print(f"\ncold check {cold_s:.1f} s: {r.stage_seconds}; {r.summary}")
+
+
+def test_already_built_candidate_is_fast(honest):
+    t0 = time.monotonic()
+    r = check("gpu_cand_relu", timing=True, compare_compile=True)
+    warm_s = time.monotonic() - t0
+    assert r.verdict == "pass", r.summary
+    assert r.build.cached and r.timing.baselines_cached
+    print(f"\nwarm check {warm_s:.1f} s: {r.stage_seconds}")
+    assert warm_s < 10
+
+
+def test_changed_kernel_reuses_the_binding_object(honest):
+    _, cold_s = honest
+    t0 = time.monotonic()
+    r = check("gpu_cand_relu_v2", timing=True)
+    changed_s = time.monotonic() - t0
+    assert r.verdict == "pass", r.summary
+    assert not r.build.cached
+    print(f"\nchanged-kernel check {changed_s:.1f} s (cold {cold_s:.1f} s): build {r.stage_seconds.get('build')} s")
+
+
+def test_private_stream_is_caught(honest):
+    r = check("gpu_cand_private_stream", timing=True)
+    assert r.verdict == "fail", r.summary
+    assert codes(r) & {"stream_sync", "side_stream_timing", "below_physical_floor"}, r.integrity.findings
+    print(f"\nprivate stream: {sorted(codes(r))}")
+
+
+def test_unwritten_output_is_caught(honest):
+    r = check("gpu_cand_empty")
+    assert r.verdict == "fail", r.summary
+    assert codes(r) & {"unwritten_output", "result_reuse"}, r.integrity.findings
+
+
+def test_illegal_memory_access_is_classified(honest):
+    r = check("gpu_cand_oob")
+    assert r.verdict == "error" and r.error_kind in ("illegal_memory_access", "launch_failure"), r.summary
+
+
+def test_cuda_oom_is_classified(honest):
+    r = check("gpu_cand_oom")
+    assert r.verdict == "error" and r.error_kind == "cuda_oom", r.summary
+
+
+def test_hung_kernel_times_out(honest):
+    configure(run_timeout_s=45)
+    try:
+        t0 = time.monotonic()
+        r = check("gpu_cand_hang")
+    finally:
+        configure()
+    assert r.verdict == "error" and r.error_kind == "timeout", r.summary
+    assert time.monotonic() - t0 < 90

@@ -1,0 +1,85 @@
+"""Benchmark compile_and_check end to end (issue 3's performance targets). Not a test.
+
+For each (reference, candidate, changed candidate) it runs, against an empty build cache and
+workspace:
+  cold     the first candidate of the task (nothing built, no baselines);
+  changed  a changed candidate of the same task (the loop's common case: same binding, new kernel);
+  warm     the first candidate again (already built, baselines cached);
+and prints the wall time with its split into build, inputs, correctness, integrity and timing.
+
+    python tools/bench_check.py                       # the problems under .gpu/check (see check_gpu.sh)
+    python tools/bench_check.py --dir DIR --json out.json
+
+A problem folder holds NAME_ref.py, NAME_cand.py and NAME_cand2.py.
+KernelBench's own evaluator for comparison (H200): 52-134 s per candidate on level-1/2 tasks
+(120 s for ReLU over 4096x393216 floats, 52 s for a 4096^2 matmul).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default=str(ROOT / ".gpu" / "check"))
+    ap.add_argument("--only", nargs="*", help="problem names to run")
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    ap.add_argument("--keep-cache", action="store_true", help="reuse STITCH_CACHE_DIR instead of a fresh one")
+    args = ap.parse_args()
+
+    run_dir = Path(tempfile.mkdtemp(prefix="bench-check-"))
+    os.environ.setdefault("STITCH_DATA_DIR", str(run_dir / "data"))
+    if not args.keep_cache:
+        os.environ["STITCH_CACHE_DIR"] = str(run_dir / "cache")
+    os.environ.setdefault("STITCH_ALLOWED_ROOTS", os.pathsep.join([str(ROOT), tempfile.gettempdir(), args.dir]))
+    sys.path.insert(0, str(ROOT))
+    from stitch_mcp.check import compile_and_check
+
+    problems = sorted(p.name[:-len("_ref.py")] for p in Path(args.dir).glob("*_ref.py"))
+    if args.only:
+        problems = [p for p in problems if p in args.only]
+    rows = []
+    print(f"{'problem':<14} {'run':<8} {'verdict':<8} {'wall_s':>7} {'build':>7} {'load':>6} {'inputs':>7} "
+          f"{'correct':>8} {'integr':>7} {'timing':>7}  speedup(eager/compile)", flush=True)
+    for name in problems:
+        d = Path(args.dir)
+        for label, cand in (("cold", "cand"), ("changed", "cand2"), ("warm", "cand")):
+            path = d / f"{name}_{cand}.py"
+            if not path.exists():
+                continue
+            t0 = time.monotonic()
+            r = compile_and_check(reference=str(d / f"{name}_ref.py"), candidate=str(path), timing=True,
+                                  compare_compile=not args.no_compile)
+            wall = time.monotonic() - t0
+            s = r.stage_seconds
+            row = {"problem": name, "run": label, "verdict": r.verdict, "error_kind": r.error_kind, "wall_s": wall,
+                   "stage_seconds": s, "speedup_vs_eager": r.speedup_vs_eager,
+                   "speedup_vs_compile": r.speedup_vs_compile, "build_cached": r.build.cached,
+                   "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
+                   "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
+                   "compiled_ms": r.timing.compiled.median_ms if r.timing.compiled else None,
+                   "floor_fraction": r.timing.floor_fraction, "findings": [f.code for f in r.integrity.findings],
+                   "reasons": r.reasons[:2], "device": r.device}
+            rows.append(row)
+            sp = f"{r.speedup_vs_eager or 0:.2f}/{r.speedup_vs_compile or 0:.2f}"
+            print(f"{name:<14} {label:<8} {str(r.verdict):<8} {wall:7.1f} {s.get('build', 0):7.1f} "
+                  f"{s.get('load', 0):6.2f} {s.get('inputs', 0):7.2f} {s.get('correctness', 0):8.2f} "
+                  f"{s.get('integrity', 0):7.2f} {s.get('timing', 0):7.2f}  {sp}"
+                  + (f"  [{r.error_kind}: {r.reasons[0][:120]}]" if r.verdict != "pass" else ""), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
