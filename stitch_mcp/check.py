@@ -105,6 +105,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                       timing: bool = True, compare_compile: bool | None = None,
                       progress: Progress | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
+    from stitch_mcp.devices import acquire_device
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
     from stitch_mcp.worker import run_worker
@@ -124,8 +125,9 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     build_root.mkdir(parents=True, exist_ok=True)
     cuda_possible = _cuda_possible()
     env = {"TORCH_EXTENSIONS_DIR": str(build_root / "torch_extensions")}
-    if settings.gpus:
-        env["CUDA_VISIBLE_DEVICES"] = settings.gpus.split(",")[0].strip()
+    if settings.executor == "ray":
+        return _check_on_ray(report, task, cand, ws, t_start, progress, trials=trials, atol=atol, rtol=rtol,
+                             timing=timing, compare_compile=compare_compile)
     workroot = Path(tempfile.mkdtemp(prefix=f"check-{cand.candidate_id}-", dir=_work_parent(settings)))
 
     try:
@@ -180,7 +182,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                 "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
                         "rtol_half": settings.rtol_half},
                 "timing_iters": settings.timing_iters, "timing_seeds": [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
-                "baselines": None, "baselines_by_device": baselines, "lock_dir": str(build_root.parent / "locks"),
+                "baselines": None, "baselines_by_device": baselines,
                 "limits": _limits(settings.run_timeout_s, cuda_possible)}
         spec["plan"] = [list(p) for p in spec["plan"]]
         progress.update(1, 3, "running correctness, integrity and timing")
@@ -190,8 +192,12 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                 extra = f" trial {ev['trial']}" if "trial" in ev else (f" {ev['what']}" if "what" in ev else "")
                 progress.update(1, 3, f"{ev.get('name')}{extra}")
 
-        res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s, on_event=on_event,
-                         register_kill=progress.on_cancel, env=env)
+        progress.update(1, 3, "waiting for a free device")
+        with acquire_device(check_cancel=progress.check) as lease:
+            progress.update(1, 3, f"running on {lease.label}")
+            res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
+                             on_event=on_event, register_kill=progress.on_cancel, env={**env, **lease.worker_env()})
+        released_at = time.time()
         progress.check()
         report.output = _trim(res.output)
         report.stage_seconds["run"] = round(res.seconds, 3)
@@ -200,6 +206,10 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             report.stage_seconds[k] = v
         report.device = out.get("device", "")
         _fill_run(report, out, cand.source)
+        report.timing.lease, report.timing.lease_wait_s = lease.label, round(lease.waited_s, 3)
+        report.timing.window = [lease.acquired_at, released_at]
+        if lease.note:
+            report.notes.append(lease.note)
         if out.get("needs_gpu"):
             report.verdict, report.error_kind = "error", "needs_gpu"
             report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]
@@ -388,6 +398,21 @@ def _summary(report: CheckReport) -> str:
     for f in warn[:2]:
         lines.append(f"Note: {f.code}: {f.message}")
     return "\n".join(lines)
+
+
+def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress: Progress, **options) -> CheckReport:
+    """The same check as a one-GPU Ray task on whichever node Ray picks; stored here."""
+    from stitch_mcp.executor import run_remote
+
+    def as_source(text: str) -> str:  # a string with a newline is read as source, never as a path
+        return text if "\n" in text else text + "\n"
+
+    out = run_remote("stitch_mcp.check:compile_and_check",
+                     {"candidate": as_source(cand.source), "reference": as_source(task.source), **options}, progress)
+    remote = CheckReport.model_validate(out["result"])
+    remote.route = None
+    remote.notes.append(f"ran on Ray node {out['node_id'][:12]}, GPU ids {out['gpu_ids'] or 'none'}")
+    return _finish(remote, ws, t_start)
 
 
 def _finish(report: CheckReport, ws, t_start: float) -> CheckReport:

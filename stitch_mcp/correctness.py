@@ -365,13 +365,15 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
     stage("models")
     try:
         torch.manual_seed(0)
-        ref_model = ref_mod.Model(*init_args).to(device).eval()
+        # Models stay in the mode they are built in (training), as KernelBench's harness leaves
+        # them: a BatchNorm then normalises with batch statistics in both programs.
+        ref_model = ref_mod.Model(*init_args).to(device)
     except BaseException as exc:
         raise StageError("reference_error", f"building the reference Model failed: {type(exc).__name__}: {exc}") \
             from None
     try:
         torch.manual_seed(0)
-        new_model = cand_mod.ModelNew(*init_args).to(device).eval()
+        new_model = cand_mod.ModelNew(*init_args).to(device)
     except BaseException as exc:
         raise StageError("init_error", f"ModelNew({', '.join(map(_short, init_args))}) raised "
                                        f"{type(exc).__name__}: {exc}"[:3000]) from None
@@ -560,135 +562,123 @@ def _short(v: Any) -> str:
 
 
 def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, stage) -> None:
-    import fcntl
-
     import torch
 
     from stitch_mcp.loader import make_inputs
 
-    lock_path = Path(spec["lock_dir"]) / (f"gpu{torch.cuda.current_device()}.lock" if device == "cuda"
-                                          else "cpu-timing.lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = open(lock_path, "w")
-    t_wait = time.monotonic()
-    fcntl.flock(fd, fcntl.LOCK_EX)  # one timing job per device; released if this worker dies
-    res["timing_lock_wait_s"] = round(time.monotonic() - t_wait, 3)
-    try:
-        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-        seeds = spec["timing_seeds"]
-        pool = [make_inputs(ref_mod, device, s) for s in seeds]
-        with torch.no_grad():
-            pool_ref = [ref_model(*integ.clone_inputs(p)) for p in pool]
-        sync()
-        buf = integ.clone_inputs(pool[0])
-        flat_buf = integ.flatten(buf)
-        flat_pool = [integ.flatten(p) for p in pool]
-        current = {"set": 0}
+    # No lock here: check.py holds this device (devices.acquire_device) for the whole run stage.
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    seeds = spec["timing_seeds"]
+    pool = [make_inputs(ref_mod, device, s) for s in seeds]
+    with torch.no_grad():
+        pool_ref = [ref_model(*integ.clone_inputs(p)) for p in pool]
+    sync()
+    buf = integ.clone_inputs(pool[0])
+    flat_buf = integ.flatten(buf)
+    flat_pool = [integ.flatten(p) for p in pool]
+    current = {"set": 0}
 
-        def setup(i: int) -> None:  # fresh contents in the same buffers: caching by pointer/shape fails
-            k = i % len(pool)
-            current["set"] = k
-            for dst, src in zip(flat_buf, flat_pool[k]):
-                if isinstance(dst, torch.Tensor):
-                    dst.copy_(src)
+    def setup(i: int) -> None:  # fresh contents in the same buffers: caching by pointer/shape fails
+        k = i % len(pool)
+        current["set"] = k
+        for dst, src in zip(flat_buf, flat_pool[k]):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
 
-        last: dict[int, Any] = {}
+    last: dict[int, Any] = {}
 
-        def run_new(i: int) -> None:
-            last[current["set"]] = new_model(*buf)
+    def run_new(i: int) -> None:
+        last[current["set"]] = new_model(*buf)
 
-        n_iter = int(spec.get("timing_iters") or 100)
-        kw = dict(device=device, setup=setup, max_calls=n_iter, min_calls=min(10, n_iter))
-        stage("timing", what="candidate")
-        threads_a = integ.thread_snapshot()
-        with torch.no_grad():
-            cand = timing_mod.bench(run_new, **kw)
-        sync()
-        res["findings"] += integ.check_threads(threads_a, integ.thread_snapshot())
-        res["timing"] = {"method": cand.pop("method"), "candidate": cand}
-        # before any baseline: torch.compile itself wraps some torch functions (torch.manual_seed)
-        res["findings"] += integ.check_harness(snap, "during timing")
-        # outputs of the timed calls, re-checked against the reference for the inputs they were given
-        bad = [k for k, out in last.items() if not compare(out, pool_ref[k], atol, rtol)["ok"]]
-        res["checks_run"].append("timed_outputs")
-        if bad:
+    n_iter = int(spec.get("timing_iters") or 100)
+    kw = dict(device=device, setup=setup, max_calls=n_iter, min_calls=min(10, n_iter))
+    stage("timing", what="candidate")
+    threads_a = integ.thread_snapshot()
+    with torch.no_grad():
+        cand = timing_mod.bench(run_new, **kw)
+    sync()
+    res["findings"] += integ.check_threads(threads_a, integ.thread_snapshot())
+    res["timing"] = {"method": cand.pop("method"), "candidate": cand}
+    # before any baseline: torch.compile itself wraps some torch functions (torch.manual_seed)
+    res["findings"] += integ.check_harness(snap, "during timing")
+    # outputs of the timed calls, re-checked against the reference for the inputs they were given
+    bad = [k for k, out in last.items() if not compare(out, pool_ref[k], atol, rtol)["ok"]]
+    res["checks_run"].append("timed_outputs")
+    if bad:
+        res["findings"].append(integ.finding(
+            "timed_output_mismatch", "outputs of the timed calls are wrong for the inputs they were given "
+            "(the candidate caches results across calls, by pointer, shape or call count)"))
+    last.clear()
+    # work that escaped the timed stream
+    if device == "cuda":
+        res["checks_run"].append("side_stream_timing")
+        if cand["host_median_ms"] > 3 * cand["median_ms"] + 0.05:
             res["findings"].append(integ.finding(
-                "timed_output_mismatch", "outputs of the timed calls are wrong for the inputs they were given "
-                "(the candidate caches results across calls, by pointer, shape or call count)"))
-        last.clear()
-        # work that escaped the timed stream
-        if device == "cuda":
-            res["checks_run"].append("side_stream_timing")
-            if cand["host_median_ms"] > 3 * cand["median_ms"] + 0.05:
-                res["findings"].append(integ.finding(
-                    "side_stream_timing", f"the events on the current stream measured {cand['median_ms']:.4f} ms "
-                    f"but the call took {cand['host_median_ms']:.4f} ms until the device was idle: work runs on "
-                    "another stream or is deferred past the timed interval", confidence="probable"))
-        # physical floor
-        bw, bw_note = integ.peak_bandwidth(device)
-        nbytes = integ.tensor_bytes(pool[0]) + integ.tensor_bytes(integ.flatten(pool_ref[0]))
-        res["timing"]["floor_bytes"] = nbytes
-        if bw:
-            floor = nbytes / bw * 1e3
-            res["timing"]["floor_ms"] = floor
-            res["timing"]["floor_note"] = bw_note
-            res["checks_run"].append("physical_floor")
-            if cand["median_ms"] < 0.9 * floor:
-                res["findings"].append(integ.finding(
-                    "below_physical_floor", f"measured {cand['median_ms']:.4f} ms, below the physical floor of "
-                    f"{floor:.4f} ms ({nbytes / 1e6:.1f} MB of inputs and outputs at {bw_note}): impossible for "
-                    "honest work"))
-        # baselines
-        keep_compiled = None
-        base = spec.get("baselines") or (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
-        if base and spec.get("compare_compile") and not base.get("compiled") \
-                and not str(base.get("compile_note", "")).startswith("torch.compile failed"):
-            base = None  # measured without torch.compile: measure again
-        if base and base.get("eager") and cand["median_ms"] > 0:
-            ratio = base["eager"]["median_ms"] / cand["median_ms"]
-            if not 0.1 <= ratio <= 10:  # a cached baseline taken under load would skew every speedup
-                res["notes"].append(f"cached eager baseline gives a {ratio:.3g}x speedup: measured it again")
-                keep_compiled, base = base, None
-        if base:
-            res["timing"]["baselines_cached"] = True
-            res["timing"]["eager"] = base.get("eager")
-            res["timing"]["compiled"] = base.get("compiled")
-            res["timing"]["compile_note"] = base.get("compile_note", "")
-        else:
-            stage("timing", what="eager")
+                "side_stream_timing", f"the events on the current stream measured {cand['median_ms']:.4f} ms "
+                f"but the call took {cand['host_median_ms']:.4f} ms until the device was idle: work runs on "
+                "another stream or is deferred past the timed interval", confidence="probable"))
+    # physical floor
+    bw, bw_note = integ.peak_bandwidth(device)
+    nbytes = integ.tensor_bytes(pool[0]) + integ.tensor_bytes(integ.flatten(pool_ref[0]))
+    res["timing"]["floor_bytes"] = nbytes
+    if bw:
+        floor = nbytes / bw * 1e3
+        res["timing"]["floor_ms"] = floor
+        res["timing"]["floor_note"] = bw_note
+        res["checks_run"].append("physical_floor")
+        if cand["median_ms"] < 0.9 * floor:
+            res["findings"].append(integ.finding(
+                "below_physical_floor", f"measured {cand['median_ms']:.4f} ms, below the physical floor of "
+                f"{floor:.4f} ms ({nbytes / 1e6:.1f} MB of inputs and outputs at {bw_note}): impossible for "
+                "honest work"))
+    # baselines
+    keep_compiled = None
+    base = spec.get("baselines") or (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
+    if base and spec.get("compare_compile") and not base.get("compiled") \
+            and not str(base.get("compile_note", "")).startswith("torch.compile failed"):
+        base = None  # measured without torch.compile: measure again
+    if base and base.get("eager") and cand["median_ms"] > 0:
+        ratio = base["eager"]["median_ms"] / cand["median_ms"]
+        if not 0.1 <= ratio <= 10:  # a cached baseline taken under load would skew every speedup
+            res["notes"].append(f"cached eager baseline gives a {ratio:.3g}x speedup: measured it again")
+            keep_compiled, base = base, None
+    if base:
+        res["timing"]["baselines_cached"] = True
+        res["timing"]["eager"] = base.get("eager")
+        res["timing"]["compiled"] = base.get("compiled")
+        res["timing"]["compile_note"] = base.get("compile_note", "")
+    else:
+        stage("timing", what="eager")
 
-            def run_ref(i: int) -> None:
-                ref_model(*buf)
+        def run_ref(i: int) -> None:
+            ref_model(*buf)
 
-            with torch.no_grad():
-                eager = timing_mod.bench(run_ref, **kw)
-            eager.pop("method", None)
-            res["timing"]["eager"] = eager
-            res["timing"]["compiled"] = None
-            res["timing"]["compile_note"] = ""
-            if spec.get("compare_compile") and keep_compiled and keep_compiled.get("compiled"):
-                res["timing"]["compiled"] = keep_compiled["compiled"]
-                res["timing"]["compile_note"] = keep_compiled.get("compile_note", "")
-            elif spec.get("compare_compile"):
-                stage("timing", what="torch.compile")
-                t0 = time.monotonic()
-                try:
-                    compiled_model = torch.compile(ref_model)
-                    with torch.no_grad():
+        with torch.no_grad():
+            eager = timing_mod.bench(run_ref, **kw)
+        eager.pop("method", None)
+        res["timing"]["eager"] = eager
+        res["timing"]["compiled"] = None
+        res["timing"]["compile_note"] = ""
+        if spec.get("compare_compile") and keep_compiled and keep_compiled.get("compiled"):
+            res["timing"]["compiled"] = keep_compiled["compiled"]
+            res["timing"]["compile_note"] = keep_compiled.get("compile_note", "")
+        elif spec.get("compare_compile"):
+            stage("timing", what="torch.compile")
+            t0 = time.monotonic()
+            try:
+                compiled_model = torch.compile(ref_model)
+                with torch.no_grad():
+                    compiled_model(*buf)
+                    sync()
+                    t_compile = time.monotonic() - t0
+
+                    def run_c(i: int) -> None:
                         compiled_model(*buf)
-                        sync()
-                        t_compile = time.monotonic() - t0
 
-                        def run_c(i: int) -> None:
-                            compiled_model(*buf)
-
-                        comp = timing_mod.bench(run_c, **kw)
-                    comp.pop("method", None)
-                    res["timing"]["compiled"] = comp
-                    res["timing"]["compile_note"] = f"torch.compile (default mode); compiling took {t_compile:.1f} s"
-                except Exception as exc:
-                    res["timing"]["compile_note"] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
-            res["timing"]["baselines_cached"] = False
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        fd.close()
+                    comp = timing_mod.bench(run_c, **kw)
+                comp.pop("method", None)
+                res["timing"]["compiled"] = comp
+                res["timing"]["compile_note"] = f"torch.compile (default mode); compiling took {t_compile:.1f} s"
+            except Exception as exc:
+                res["timing"]["compile_note"] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
+        res["timing"]["baselines_cached"] = False

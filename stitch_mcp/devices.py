@@ -1,9 +1,10 @@
-"""GPUs of this host: discovery through NVML, and exclusive use of one GPU at a time.
+"""GPUs of this host: discovery through NVML, and exclusive use of one device at a time.
 
-A verification's GPU stage (correctness and timing) holds a lock on one device for its whole
+A verification's run stage (correctness and timing) holds a lock on one device for its whole
 run, so two timings never overlap on a GPU — also across several server processes on the host,
 since the lock is a file lock. A GPU that someone else is using (memory or utilisation above a
 threshold, from NVML) is passed over while another is free, and reported when it is all we have.
+Without a GPU the host's CPU is the device: CPU timings are serialised the same way.
 """
 
 from __future__ import annotations
@@ -65,18 +66,25 @@ def discover() -> list[Gpu]:
     return gpus
 
 
+CPU = Gpu(-1, "cpu", "host CPU")
+
+
 def _lock_path(gpu: Gpu) -> Path:
     folder = get_settings().cache_dir / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"gpu-{gpu.uuid}.lock"
+    return folder / f"device-{gpu.uuid}.lock"
 
 
 @dataclass
 class Lease:
-    gpu: Gpu | None
+    gpu: Gpu | None  # None: the host CPU
     waited_s: float
     note: str = ""
     acquired_at: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.gpu.index} ({self.gpu.name}, {self.gpu.uuid})" if self.gpu else "CPU"
 
     def worker_env(self) -> dict[str, str]:
         """Environment that pins a worker process to this GPU."""
@@ -86,12 +94,14 @@ class Lease:
 
 
 @contextlib.contextmanager
-def acquire_gpu(timeout_s: float = 3600.0, poll_s: float = 0.05, gpus: list[Gpu] | None = None) -> Iterator[Lease]:
-    """Hold one GPU exclusively: a free, idle one if any, else wait for the first to free up."""
+def acquire_device(timeout_s: float = 3600.0, poll_s: float = 0.05, gpus: list[Gpu] | None = None,
+                   check_cancel=None) -> Iterator[Lease]:
+    """Hold one device exclusively: a free, idle GPU if any, else wait for the first to free up;
+    the host CPU when there is no GPU. `check_cancel()` may raise to stop waiting."""
     gpus = discover() if gpus is None else gpus
-    if not gpus:
-        yield Lease(None, 0.0, "no GPU")
-        return
+    cpu = not gpus
+    if cpu:
+        gpus = [CPU]
     start = time.monotonic()
     idle_first = sorted(gpus, key=lambda g: (g.busy, g.memory_used))
     # one open file per call: flock excludes other calls of this process as well as other processes
@@ -109,12 +119,14 @@ def acquire_gpu(timeout_s: float = 3600.0, poll_s: float = 0.05, gpus: list[Gpu]
             if held is None:
                 if time.monotonic() - start > timeout_s:
                     raise TimeoutError(f"no GPU came free in {timeout_s:.0f} s")
+                if check_cancel:
+                    check_cancel()
                 time.sleep(poll_s)
         note = f"GPU {held.index} is in use by other work ({held.memory_used >> 20} MiB, " \
                f"{held.utilization_pct}% busy): timings may be noisy" if held.busy else ""
         if note:
             log.warning(note)
-        yield Lease(held, time.monotonic() - start, note, time.time())
+        yield Lease(None if cpu else held, time.monotonic() - start, note, time.time())
     finally:
         for f in handles.values():
             with contextlib.suppress(OSError):

@@ -53,7 +53,8 @@ def _run_on_node(fn: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> 
 
     from stitch_mcp.config import configure
 
-    configure(**overrides)
+    # pinned to the GPU Ray gave this task; never hand the work on to Ray again
+    configure(**overrides, executor="local", gpus=",".join(str(g) for g in ray.get_gpu_ids()))
     module, name = fn.split(":")
     result = getattr(importlib.import_module(module), name)(**kwargs)
     return {"result": result.model_dump(mode="json"), "node_id": ray.get_runtime_context().get_node_id(),

@@ -61,23 +61,6 @@ def init_inputs(reference: ModuleType) -> list[Any]:
     return list(reference.get_init_inputs())
 
 
-def build_models(reference: ModuleType, candidate: ModuleType, device: Any, seed: int = 0):
-    """The reference Model and the candidate ModelNew with the same constructor arguments.
-
-    Parameters and buffers whose names and shapes match are copied from the reference into the
-    candidate, so a candidate that keeps the reference's layers gets the same weights.
-    """
-    import torch
-
-    args = init_inputs(reference)
-    torch.manual_seed(seed)
-    ref_model = reference.Model(*args).to(device)
-    torch.manual_seed(seed)
-    new_model = candidate.ModelNew(*args).to(device)
-    copy_matching_state(ref_model, new_model)
-    return ref_model.eval(), new_model.eval()
-
-
 def copy_matching_state(src: Any, dst: Any) -> list[str]:
     """Copy parameters/buffers with the same name and shape from src into dst; returns the names."""
     import torch

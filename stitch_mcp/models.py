@@ -118,6 +118,9 @@ class TimingReport(BaseModel):
     floor_bytes: int | None = None
     floor_fraction: float | None = Field(None, description="floor_ms / candidate median (1.0 = at the limit)")
     baselines_cached: bool = False
+    lease: str = Field("", description="the device held exclusively for correctness and timing")
+    lease_wait_s: float = 0.0
+    window: list[float] | None = Field(None, description="[start, end] epoch seconds the device was held")
 
 
 class Route(BaseModel):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from stitch_mcp.devices import Gpu, acquire_gpu
+from stitch_mcp.devices import Gpu, acquire_device
 from stitch_mcp.errors import UserError
 from stitch_mcp.evaluate import fast_p, match
 
@@ -20,11 +20,11 @@ def _windows(gpus, workers=4, hold=0.15):
     windows, lock = [], threading.Lock()
 
     def work():
-        with acquire_gpu(gpus=gpus) as lease:
+        with acquire_device(gpus=gpus) as lease:
             start = time.monotonic()
             time.sleep(hold)
             with lock:
-                windows.append((lease.gpu.index, start, time.monotonic()))
+                windows.append((lease.gpu.index if lease.gpu else -1, start, time.monotonic()))
 
     threads = [threading.Thread(target=work) for _ in range(workers)]
     for t in threads:
@@ -44,14 +44,17 @@ def test_one_gpu_never_holds_two_leases_at_once():
 def test_leases_spread_over_gpus_and_prefer_idle_ones():
     windows = _windows([BUSY, GPU0, GPU1], workers=2, hold=0.3)
     assert sorted(w[0] for w in windows) == [0, 1]  # the busy GPU 2 was passed over
-    with acquire_gpu(gpus=[BUSY]) as lease:
+    with acquire_device(gpus=[BUSY]) as lease:
         assert "in use by other work" in lease.note
         assert lease.worker_env() == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2"}
 
 
-def test_no_gpu_gives_an_empty_lease():
-    with acquire_gpu(gpus=[]) as lease:
-        assert lease.gpu is None and lease.worker_env() == {}
+def test_without_a_gpu_the_cpu_is_leased_exclusively():
+    windows = sorted(_windows([], workers=3, hold=0.1))
+    for (_, _, end), (_, start, _) in zip(windows, windows[1:]):
+        assert start >= end, "two CPU timing windows overlapped"
+    with acquire_device(gpus=[]) as lease:
+        assert lease.gpu is None and lease.worker_env() == {} and lease.label == "CPU"
 
 
 def test_match_pairs_by_name_and_reports_unmatched(tmp_path):
