@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,10 +71,16 @@ def discover() -> list[Gpu]:
 CPU = Gpu(-1, "cpu", "host CPU")
 
 
-def _lock_path(gpu: Gpu) -> Path:
-    folder = get_settings().cache_dir / "locks"
+def lock_dir() -> Path:
+    """One folder per host and user, whatever each server's cache dir: every stitch-mcp process
+    on this machine must see the same locks."""
+    folder = Path(tempfile.gettempdir()) / f"stitch-mcp-locks-{os.getuid()}"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"device-{gpu.uuid}.lock"
+    return folder
+
+
+def _lock_path(gpu: Gpu) -> Path:
+    return lock_dir() / f"device-{gpu.uuid}.lock"
 
 
 @dataclass

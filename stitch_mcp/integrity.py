@@ -301,7 +301,9 @@ def fingerprint(o) -> tuple | None:
     if f.is_complex():
         f = torch.view_as_real(f).flatten()
     n = f.numel()
-    idx = torch.linspace(0, n - 1, steps=min(n, 4096), device=f.device).long()
+    steps = min(n, 4096)
+    # integer arithmetic: a float32 linspace rounds n - 1 up to n past 2**24 elements (out of bounds)
+    idx = torch.arange(steps, device=f.device, dtype=torch.int64) * (n - 1) // max(steps - 1, 1)
     sample = torch.nan_to_num(f[idx].to(torch.float64), nan=1.2345e300)
     total = float(torch.nansum(f, dtype=torch.float64)) if f.is_floating_point() else float(f.sum(dtype=torch.float64))
     return (n, total, tuple(sample.cpu().tolist()))
