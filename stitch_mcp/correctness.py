@@ -387,11 +387,12 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
     with torch.no_grad():
         warm_ref = _call(ref_model, integ.clone_inputs(first_inputs), "reference")
         sync()
-    templates = [o for o in integ.flatten(warm_ref)]
+    # shapes and dtypes only (meta tensors): a multi-GB output is not kept alive for this
+    templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in integ.flatten(warm_ref)]
     out_dtype = next((str(o.dtype).replace("torch.", "") for o in templates if isinstance(o, torch.Tensor)), "")
     atol, rtol = tolerances(out_dtype, spec)
     res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
-    warm_finite = all(bool(torch.isfinite(o).all()) for o in templates
+    warm_finite = all(bool(torch.isfinite(o).all()) for o in integ.flatten(warm_ref)
                       if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
     del warm_ref
     threads1 = integ.thread_snapshot()
@@ -405,12 +406,15 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
     mutated = aliased = set()
     for i, (seed, dist, weights) in enumerate(plan):
         stage("correctness", trial=i)
-        note = ""
+        note, alt = "", None
         if weights == "reinit":
             ok, why = reinit_weights(ref_model, new_model, seed)
             if not ok:
                 weights, note = "task", f"weights not re-initialised: {why}"
-        inputs = first_inputs if i == 0 else make_inputs(ref_mod, device, seed)
+        if i == 0:
+            inputs, first_inputs = first_inputs, None  # held once, not for the whole run
+        else:
+            inputs = make_inputs(ref_mod, device, seed)
         if dist != "task":
             try:
                 alt = distribute(inputs, dist, seed, device)
@@ -430,13 +434,16 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
                 dist = "task"
         trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
         with torch.no_grad():
-            # 1-2: candidate first, on poisoned memory
-            integ.poison_free_memory(templates, device)
+            # 1-2: candidate first, on poisoned memory (inputs copied before poisoning, or the copy
+            # of an input the size of the output would take the poisoned block)
             cand_in = integ.clone_inputs(inputs)
+            integ.poison_free_memory(templates, device)
             out1 = _call(new_model, cand_in, "candidate")
             stream_copy = None
-            if device == "cuda":
-                stream_copy = [o.clone() if isinstance(o, torch.Tensor) else o for o in integ.flatten(out1)]
+            if device == "cuda":  # what the output holds before a device-wide sync (a copy, or for
+                # outputs over 256 MB a fingerprint: sum and samples, so multi-GB tasks fit in memory)
+                stream_copy = [(o.clone() if o.numel() * o.element_size() <= 2 ** 28 else integ.fingerprint(o))
+                               if isinstance(o, torch.Tensor) else o for o in integ.flatten(out1)]
             sync()
             flat1 = integ.flatten(out1)
             # 3: inputs, plain outputs, fully written
@@ -450,15 +457,19 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
             n_unwritten = sum(integ.unwritten_count(o) for o in flat1 if isinstance(o, torch.Tensor))
             if stream_copy is not None:
                 for a, b in zip(stream_copy, flat1):
-                    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not integ.same_bits(a, b):
+                    if isinstance(b, torch.Tensor) and (not integ.same_bits(a, b) if isinstance(a, torch.Tensor)
+                                                        else a != integ.fingerprint(b)):
                         unsynced = True
+                del stream_copy
             del cand_in
             # 4: reference
             ref_out = _call(ref_model, integ.clone_inputs(inputs), "reference")
             sync()
             # 5: candidate again, after the reference, on poisoned memory
+            cand_in = integ.clone_inputs(inputs)
             integ.poison_free_memory(templates, device)
-            out2 = _call(new_model, integ.clone_inputs(inputs), "candidate")
+            out2 = _call(new_model, cand_in, "candidate")
+            del cand_in
             sync()
         c1 = compare(out1, ref_out, atol, rtol)
         c2 = compare(out2, ref_out, atol, rtol)
@@ -476,7 +487,8 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
         trial["near_zero"] = _near_zero_exploit(out1, ref_out, atol)
         res["trials"].append(trial)
         fingerprints.append((integ.fingerprint(integ.flatten(ref_out)[0]), integ.fingerprint(flat1[0])))
-        del out1, out2, ref_out, flat1
+        # free this trial's tensors before the next trial makes its inputs (multi-GB tasks)
+        del out1, out2, ref_out, flat1, inputs, alt
         lap("correctness")
 
     # ---------------------------------------------------------------- trial-level integrity findings
@@ -569,9 +581,9 @@ def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, 
     # No lock here: check.py holds this device (devices.acquire_device) for the whole run stage.
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     seeds = spec["timing_seeds"]
+    if device == "cuda":
+        torch.cuda.empty_cache()
     pool = [make_inputs(ref_mod, device, s) for s in seeds]
-    with torch.no_grad():
-        pool_ref = [ref_model(*integ.clone_inputs(p)) for p in pool]
     sync()
     buf = integ.clone_inputs(pool[0])
     flat_buf = integ.flatten(buf)
@@ -602,7 +614,16 @@ def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, 
     # before any baseline: torch.compile itself wraps some torch functions (torch.manual_seed)
     res["findings"] += integ.check_harness(snap, "during timing")
     # outputs of the timed calls, re-checked against the reference for the inputs they were given
-    bad = [k for k, out in last.items() if not compare(out, pool_ref[k], atol, rtol)["ok"]]
+    # (one set at a time, after timing: the reference's outputs are not held during it)
+    bad, out_bytes = [], 0
+    for k in sorted(last):
+        out = last.pop(k)
+        out_bytes = integ.tensor_bytes(integ.flatten(out))
+        with torch.no_grad():
+            expected = ref_model(*pool[k])
+        if not compare(out, expected, atol, rtol)["ok"]:
+            bad.append(k)
+        del out, expected
     res["checks_run"].append("timed_outputs")
     if bad:
         res["findings"].append(integ.finding(
@@ -619,7 +640,7 @@ def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, 
                 "another stream or is deferred past the timed interval", confidence="probable"))
     # physical floor
     bw, bw_note = integ.peak_bandwidth(device)
-    nbytes = integ.tensor_bytes(pool[0]) + integ.tensor_bytes(integ.flatten(pool_ref[0]))
+    nbytes = integ.tensor_bytes(pool[0]) + out_bytes
     res["timing"]["floor_bytes"] = nbytes
     if bw:
         floor = nbytes / bw * 1e3
