@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,31 @@ def kill_tree(proc: subprocess.Popen) -> None:
             pass
 
 
+def kill_marked(token: str, exclude: int | None = None) -> int:
+    """SIGKILL every live process whose environment carries STITCH_WORKER_TOKEN=token: a worker's
+    descendants inherit it, also those that left its process group and session (setsid, double
+    fork) or were orphaned when the worker exited first. Returns how many were killed."""
+    needle = f"STITCH_WORKER_TOKEN={token}".encode()
+    killed = 0
+    for _ in range(5):  # again, in case one forked while we scanned
+        found = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) in (os.getpid(), exclude):
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    if needle not in fh.read():
+                        continue
+                os.kill(int(pid), signal.SIGKILL)
+                found += 1
+            except OSError:
+                continue
+        killed += found
+        if not found:
+            break
+    return killed
+
+
 def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     paths = [str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -219,6 +245,11 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
     r_fd, w_fd = os.pipe()
+    # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
+    # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
+    # which lives in its own session and would otherwise outlive us.
+    life_r, life_w = os.pipe()
+    token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     res = WorkerResult(stage="start")
     t0 = time.monotonic()
     killed = {"why": ""}
@@ -227,9 +258,12 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     proc = subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", str(workdir / "spec.json")],
         cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, pass_fds=(w_fd,), env=worker_env({**(env or {}), "STITCH_EVENT_FD": str(w_fd)}),
+        start_new_session=True, pass_fds=(w_fd, life_r),
+        env=worker_env({**(env or {}), "STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r),
+                        "STITCH_WORKER_TOKEN": token}),
         close_fds=True)
     os.close(w_fd)
+    os.close(life_r)
 
     def kill(why: str) -> None:
         with lock:
@@ -280,6 +314,8 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
         proc.wait()
     finally:
         kill_tree(proc)  # leftovers in the group (compilers, candidate's children)
+        kill_marked(token)  # and those that left the group, or were orphaned when the worker exited
+        os.close(life_w)
         if unregister:
             unregister()
     reader.join(timeout=5)
@@ -383,7 +419,34 @@ def apply_limits(limits: dict[str, Any]) -> list[str]:
     return applied
 
 
+def _start_lifeline() -> None:
+    """Fork a watchdog that kills this worker's process group when the server dies (its end of the
+    lifeline pipe closes). A process, not a thread: a candidate spinning in C++ holds the GIL."""
+    fd = int(os.environ.pop("STITCH_LIFELINE_FD", "-1"))
+    if fd < 0:
+        return
+    pid = os.fork()
+    if pid == 0:  # the watchdog: same process group as the worker
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            os.closerange(0, fd)
+            os.closerange(fd + 1, 1 << 16)
+            while os.read(fd, 4096):
+                pass
+        except BaseException:
+            pass
+        try:
+            token = os.environ.get("STITCH_WORKER_TOKEN")
+            if token:  # the worker and everything it started, wherever their group or session
+                kill_marked(token)
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.close(fd)
+
+
 def main(argv: list[str]) -> int:
+    _start_lifeline()
     spec_path = Path(argv[0])
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     applied = apply_limits(spec.get("limits") or {})

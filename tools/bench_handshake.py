@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def one_handshake() -> float:
     env = {k: v for k, v in os.environ.items() if k.startswith(("STITCH_", "PATH", "HOME"))}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p)
     params = StdioServerParameters(command=sys.executable, args=["-m", "stitch_mcp", "serve"], env=env)
     start = time.perf_counter()
     async with Client(params) as client:

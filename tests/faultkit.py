@@ -1,0 +1,182 @@
+"""Shared helpers of the fault, load and Ray tests: real server processes and a /proc scan for what
+they leave behind.
+
+Every process a test server starts inherits a unique marker in its environment
+(STITCH_TEST_MARKER=<uuid>): workers, compilers, a candidate's children, even ones that left the
+process group or the session. `leftovers(marker)` lists the live ones (zombies have no environment).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def prog(name: str) -> str:
+    return str(PROGRAMS / f"{name}.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def new_marker() -> str:
+    return f"stitch-test-{uuid.uuid4().hex[:12]}"
+
+
+def _environ_has(pid: str, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return needle in fh.read()
+    except OSError:
+        return False
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def leftovers(marker: str, exclude: set[int] | None = None) -> list[tuple[int, str]]:
+    """Live processes carrying the marker, other than `exclude` (the servers themselves)."""
+    needle = f"STITCH_TEST_MARKER={marker}".encode()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in (exclude or set()) or int(pid) == os.getpid():
+            continue
+        if _environ_has(pid, needle):
+            cmd = cmdline(int(pid))
+            if " -m stitch_mcp serve" in cmd:  # a server itself: alive by design
+                continue
+            found.append((int(pid), cmd[:160]))
+    return found
+
+
+def wait_no_leftovers(marker: str, exclude: set[int] | None = None, timeout: float = 10.0) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = leftovers(marker, exclude)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def server_env(marker: str, data_dir: Path, **settings: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STITCH_TEST_MARKER": marker, "STITCH_DATA_DIR": str(data_dir)}
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+@dataclass
+class HttpServer:
+    url: str
+    proc: subprocess.Popen
+    marker: str
+    data_dir: Path
+    log: Path
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr_tail(self, n: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+def start_http_server(marker: str, data_dir: Path, *args: str, env: dict | None = None,
+                      timeout: float = 60.0) -> HttpServer:
+    """`stitch-mcp serve --http` on a free loopback port, in its own process group."""
+    port = free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / f"server-{port}.log"
+    out = data_dir.parent / f"server-{port}.stdout"
+    proc = subprocess.Popen([sys.executable, "-m", "stitch_mcp", "serve", "--http", "--port", str(port), *args],
+                            env=env or server_env(marker, data_dir), cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=open(out, "wb"), stderr=open(log, "wb"), start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"server did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
+    return HttpServer(f"http://127.0.0.1:{port}/mcp", proc, marker, data_dir, log, {"stdout": out})
+
+
+def stop_server(server: HttpServer, sig: int = signal.SIGTERM) -> None:
+    if server.proc.poll() is None:
+        server.proc.send_signal(sig)
+        try:
+            server.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+            server.proc.wait(timeout=10)
+
+
+@contextmanager
+def http_server(marker: str, data_dir: Path, *args: str, env: dict | None = None):
+    server = start_http_server(marker, data_dir, *args, env=env)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+# ------------------------------------------------------------------ MCP helpers
+
+
+def text_of(result) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def resource_json(client, uri: str):
+    res = await client.read_resource(uri)
+    return json.loads(res.contents[0].text)
+
+
+async def call_until_done(client, tool: str, args: dict, *, max_wait_s: float = 20, deadline_s: float = 300) -> dict:
+    """Call a long tool and follow job_status until it is done; returns the tool's structured result."""
+    result = await client.call_tool(tool, {**args, "max_wait_s": max_wait_s})
+    assert not result.is_error, text_of(result)
+    out = result.structured_content
+    start = time.monotonic()
+    followed = 0
+    while out.get("status") == "running":
+        assert time.monotonic() - start < deadline_s, f"{tool} still running after {deadline_s} s"
+        job = await client.call_tool("job_status", {"job_id": out["job_id"], "max_wait_s": max_wait_s})
+        assert not job.is_error, text_of(job)
+        info = job.structured_content
+        followed += 1
+        if info["status"] == "running":
+            continue
+        assert info["status"] == "done", info
+        out = info["result"]
+    out["_followed_job_status"] = followed
+    return out
