@@ -276,7 +276,12 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
     if why:
         return Route(decision="replan", reasons=[why] + gates[:2], feedback=feedback)
     # stagnation: this and the previous correct attempt no faster than the best before them
-    speeds = [(cid, _speedup(_done(ws.latest_report("check", candidate_id=cid)))) for cid in window]
+    # a candidate the rubric calls a hack sets no bar: its speed is not the candidate's own work
+    speeds = []
+    for cid in window:
+        c = _done(ws.latest_report("check", candidate_id=cid))
+        speeds.append((cid, None if _failed(c, _done(ws.latest_report("rubric", candidate_id=cid)))
+                       else _speedup(c)))
     stagnant = []
     for i, (cid, s) in enumerate(speeds):
         best_before = max((x for _, x in speeds[:i] if x is not None), default=None)

@@ -273,3 +273,18 @@ def test_three_candidate_loop_hack_refine_accept(ws):
                                                                             "feedback_contradicted")]
     assert improved.overall > naive.overall > hack.overall == 0.0
     assert json.loads(best_json(task.task_id))["candidate_id"] == improved.candidate_id
+
+
+def test_a_hack_sets_no_bar_for_stagnation(ws):
+    """Seen on an H100: a fallback at 0.99x, then honest kernels at 0.79x and 0.92x. The honest
+    progress is a refine, not 'two stagnant attempts' measured against the hack's speed."""
+    from stitch_mcp.score import rubric_score
+
+    task = ws.add_task(RELU_REF)
+    hack = submit(ws, task, FALLBACK, check(eager=0.99, compiled=1.04))
+    rubric_score(candidate_id=hack.candidate_id)  # certain aten_fallback -> hack
+    naive = submit(ws, task, NAIVE, check(eager=0.79, compiled=0.83))
+    assert route_after(task.task_id, naive.candidate_id).decision == "refine"
+    improved = submit(ws, task, IMPROVED, check(eager=0.92, compiled=0.97))
+    r = route_after(task.task_id, improved.candidate_id)
+    assert r.decision == "refine" and "not faster than eager" in " ".join(r.reasons)
