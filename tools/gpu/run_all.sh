@@ -28,13 +28,14 @@ run() {  # name command...
 }
 for part in ${@:-gputests loop demo profile}; do
   case $part in
-    gputests) run gputests python3 -m pytest -m gpu -v --tb=short --timeout 300 -p no:cacheprovider -rs tests/ ;;
+    gputests) run gputests python3 -m pytest -m gpu -v --tb=short --timeout "${TEST_TIMEOUT:-300}" \
+                -p no:cacheprovider -rs ${GPU_TESTS:-tests/} ;;
     loop) run loop python3 tools/gpu/loop_demo.py ;;
     demo) run demo python3 -m stitch_mcp demo --out "$OUT/demo" ;;
     profile) run profile python3 tools/bench_profile.py --dir .gpu/profile --out "$L/profile" ;;
     checkbench) run checkbench python3 tools/bench_check.py --dir .gpu/check --json "$L/bench_check.json" ;;
     eval) run eval tools/gpu/issue7_gpu.sh eval ;;
-    dogfood) run dogfood tools/gpu/issue7_gpu.sh dogfood ;;
+    dogfood) run dogfood tools/gpu/issue7_gpu.sh dogfood ${DOGFOOD_ARGS:-} ;;
     bench) run bench python3 tools/bench/run.py --gpu --out "$L/bench" ;;
     *) echo "unknown part $part" >&2 ;;
   esac
