@@ -43,6 +43,10 @@ def _failed(check: dict | None, rubric: dict | RubricReport | None) -> bool:
     return verdict == "hack"
 
 
+def _needs_gpu(check: dict | None) -> bool:
+    return bool(check) and check.get("error_kind") == "needs_gpu"
+
+
 def _speedup(check: dict | None) -> float | None:
     if not check or check.get("verdict") != "pass":
         return None
@@ -231,7 +235,9 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
         else:
             reasons = ["rubric verdict hack: the candidate must do the work itself"]
         items = _first_fix(check, rubric)
-        if prev_failed and check:
+        # "needs a GPU" is this machine's limit, not a failed attempt: it never forces a replan
+        if prev_failed and check and not _needs_gpu(check) and not _needs_gpu(
+                _done(ws.latest_report("check", candidate_id=previous[-1]))):
             return Route(decision="replan", reasons=["two failed attempts in a row"] + reasons,
                          feedback=items)
         return Route(decision="fix", reasons=reasons, feedback=items)

@@ -233,6 +233,9 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+KILL_GRACE_S = 30
+
+
 def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: float,
                on_event: Callable[[dict[str, Any]], None] | None = None,
                register_kill: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
@@ -311,7 +314,12 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         kill("timeout")
-        proc.wait()
+        try:
+            # A process killed while a kernel spins can sit in the driver until its context is torn
+            # down; don't let that hold this thread (and the device lease) forever.
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            log.error("worker %d still alive %d s after SIGKILL (stuck in the GPU driver?)", proc.pid, KILL_GRACE_S)
     finally:
         kill_tree(proc)  # leftovers in the group (compilers, candidate's children)
         kill_marked(token)  # and those that left the group, or were orphaned when the worker exited
@@ -330,6 +338,8 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
         res.status, res.kind = "timeout", "timeout"
         res.message = (f"timed out after {timeout_s:.0f} s during stage '{res.stage}' "
                        "(a hung kernel, an infinite loop, a deadlock or a very slow build)")
+        if proc.returncode is None:
+            res.message += f"; the worker did not exit within {KILL_GRACE_S} s of SIGKILL (stuck in the driver)"
     elif why == "flood":
         res.status, res.kind = "flood", "output_flood"
         res.message = (f"the candidate flooded its output (over {flood_bytes // (1024 * 1024)} MB) during "

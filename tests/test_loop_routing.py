@@ -288,3 +288,11 @@ def test_a_hack_sets_no_bar_for_stagnation(ws):
     improved = submit(ws, task, IMPROVED, check(eager=0.92, compiled=0.97))
     r = route_after(task.task_id, improved.candidate_id)
     assert r.decision == "refine" and "not faster than eager" in " ".join(r.reasons)
+
+
+def test_needs_gpu_is_not_a_failed_attempt(ws):
+    task = ws.add_task(RELU_REF)
+    for n in range(2):
+        c = submit(ws, task, variant(NAIVE, n), check(verdict="error", eager=None, compiled=None,
+                                                     error_kind="needs_gpu"))
+        assert route_after(task.task_id, c.candidate_id).decision == "fix"
