@@ -89,7 +89,9 @@ async def _run(out: Path, gpu: bool) -> int:
     if not gpu:
         console.print("[yellow]No GPU here: candidates are C++ on the CPU, timings use host clocks, "
                       "and profile_kernel (Nsight Compute) is skipped.")
-    env = {"STITCH_ALLOWED_ROOTS": os.pathsep.join([str(out), os.environ.get("STITCH_ALLOWED_ROOTS", "")])}
+    env = {"STITCH_ALLOWED_ROOTS": os.pathsep.join([str(out), os.environ.get("STITCH_ALLOWED_ROOTS", "")]),
+           # the server's stderr comes through to this console: keep its progress lines out of the report
+           "STITCH_LOG_LEVEL": os.environ.get("STITCH_LOG_LEVEL", "WARNING")}
     async with Client(server_params(env)) as client:
         demo = Demo(client, console, out)
         tools = {t.name for t in (await client.list_tools()).tools}
