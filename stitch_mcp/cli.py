@@ -7,7 +7,6 @@ structured output (`--json`) or its summary. Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from typing import Any

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from stitch_mcp import __version__
 from stitch_mcp.config import get_settings
 from stitch_mcp.errors import UserError
-from stitch_mcp.jobs import Job, JobManager, Progress, job_key
+from stitch_mcp.jobs import Job, JobManager, job_key
 from stitch_mcp.models import (
     CheckReport,
     JobInfo,

@@ -204,7 +204,6 @@ def _ops_in_order(trace: Trace, iteration: int) -> list[Op]:
 def findings(trace: Trace, prof: ReferenceProfile, rows: list[OpRow], kern_ms: float) -> list[Finding]:
     out: list[Finding] = []
     by_name = {r.name: r for r in rows}
-    n = prof.iterations
     # 1. fusion chains: consecutive elementwise/normalization ops (per iteration 0, or the first with ops)
     iters = sorted({o.iteration for o in trace.ops if o.iteration >= 0})
     ops = _ops_in_order(trace, iters[0]) if iters else []
