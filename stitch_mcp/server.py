@@ -111,7 +111,8 @@ def _artifact_path(uri: str) -> Path | None:
 
 
 class JobRunner:
-    """Owns the job manager; `build()` returns the MCPServer that declares the surface."""
+    """Runs each long tool's work as a job: waits up to max_wait_s forwarding progress, else answers
+    'running' with the job id; records jobs in the workspace so a restart can report them."""
 
     def __init__(self) -> None:
         ws = get_workspace()
@@ -356,10 +357,7 @@ def create_server() -> MCPServer:
                            started_at=stored["started_at"], finished_at=stored["finished_at"],
                            summary=f"{stored['tool']} job {stored['status']}: {stored['error'] or 'finished'}")
             return _tool_result(info, info.summary)
-        try:
-            await state._wait(ctx, job, max_wait_s)
-        except anyio.get_cancelled_exc_class():
-            raise
+        await state._wait(ctx, job, max_wait_s)  # a cancelled job_status leaves the job running
         p = job.progress
         info = JobInfo(job_id=job.job_id, tool=job.tool, status=job.status, progress=p.done, total=p.total,
                        message=p.message, started_at=job.started_at, finished_at=job.finished_at,
