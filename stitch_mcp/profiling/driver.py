@@ -165,7 +165,10 @@ def _load_reference(ref: Path, device, seed: int = 0):
     reference = _import(ref, "stitch_reference")
     _stage("build Model(*get_init_inputs())")
     torch.manual_seed(seed)
-    model = reference.Model(*init_inputs(reference)).to(device).eval()
+    # the same program compile_and_check times: training mode as built, float32 without TF32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = reference.Model(*init_inputs(reference)).to(device)
     _stage("get_inputs()")
     inputs = make_inputs(reference, device, seed)
     return reference, model, inputs
@@ -239,7 +242,9 @@ def run_candidate(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     meta["import_s"] = time.perf_counter() - t0
     _stage("build ModelNew(*get_init_inputs())")
     torch.manual_seed(0)
-    model = candidate.ModelNew(*init_inputs(reference)).to(device).eval()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = candidate.ModelNew(*init_inputs(reference)).to(device)
     _stage("get_inputs()")
     inputs = make_inputs(reference, device, 0)
     _stage("forward (warm-up)")
