@@ -42,6 +42,21 @@ from typing import Any
 CACHE_VERSION = "1"
 
 
+_MISSING_HEADER = re.compile(r'(?:fatal error: ([\w./+-]+\.h(?:pp)?): No such file or directory'
+                             r'|cannot open source file "([\w./+-]+\.h(?:pp)?)")')
+
+
+def _missing_toolkit_headers(text: str, candidate_code: str) -> list[str]:
+    """Headers the compiler could not find, when every error is such a header and none of them is
+    included by the candidate's own code (they come in through torch's or CUDA's headers)."""
+    missing = sorted({a or b for a, b in _MISSING_HEADER.findall(text)})
+    errors = [line for line in text.splitlines() if re.search(r"\berror\b", line)]
+    if not missing or any(not _MISSING_HEADER.search(line) for line in errors):
+        return []
+    own = set(re.findall(r'#\s*include\s*[<"]([^>"]+)[>"]', candidate_code))
+    return [] if own & set(missing) else missing
+
+
 class NeedsGPU(Exception):
     """A CUDA extension compiled, but this machine cannot run it (no CUDA device or CUDA torch)."""
 
@@ -484,6 +499,13 @@ class BuildCache:
         self.log += text
         diags = parse_diagnostics(text, self.smap)
         self.diagnostics.extend(diags)
+        missing = _missing_toolkit_headers(text, "\n".join(cpp + cuda))
+        if failed and missing:
+            # e.g. ATen/cuda/CUDAContext.h pulls in cusparse.h, which a CPU machine's CUDA install
+            # may lack: not the candidate's fault, and nothing more can be checked here
+            raise NeedsGPU(f"extension '{a['name']}' is CUDA code; this machine lacks {', '.join(missing)} "
+                           "(CUDA library headers that its includes need), so it was compiled only that far; "
+                           "building and running it needs a GPU machine")
         if failed:
             raise BuildError(f"building extension '{a['name']}' failed", text, diags)
 

@@ -170,7 +170,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             progress.update(1, 3, "built")
         if needs_gpu:
             report.verdict, report.error_kind = "error", "needs_gpu"
-            report.reasons = [f"needs a GPU to run: {needs_gpu}. It compiled cleanly; run the check on a machine "
+            report.reasons = [f"needs a GPU to run: {needs_gpu}. Run the check on a machine "
                               "with a CUDA device (correctness and timing were not measured)"]
             return _finish(report, ws, t_start)
 

@@ -163,6 +163,19 @@ def test_cuda_candidate_compiles_and_needs_gpu():
     assert r2.error_kind == "needs_gpu" and r2.build.cached
 
 
+def test_cuda_candidate_with_aten_cuda_headers_needs_gpu_not_a_compile_error():
+    """The bundled demo candidate includes ATen/cuda/CUDAContext.h, which needs CUDA library headers
+    (cusparse.h, ...) that a CPU machine's CUDA install may lack: that is no fault of the candidate."""
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not installed")
+    from stitch_mcp import examples
+
+    r = compile_and_check(reference=examples.read("reference.py"), candidate=examples.read("cuda_fused.py"),
+                          timing=False)
+    assert r.verdict == "error" and r.error_kind == "needs_gpu", r.summary
+    assert "needs a GPU" in r.summary
+
+
 def test_cuda_compile_error_maps_to_candidate_line():
     if not shutil.which("nvcc"):
         pytest.skip("nvcc not installed")
