@@ -418,11 +418,7 @@ class BuildCache:
             try:
                 module = self.orig_inline(**kwargs)
             except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                text = str(exc)
-                self.log += text
-                diags = parse_diagnostics(text, self.smap)
-                self.diagnostics.extend(diags)
-                raise BuildError(f"building extension '{a['name']}' failed", text, diags) from None
+                raise self._build_error(a["name"], str(exc)) from None
             self._publish(stable, module_name, objdir)
         finally:
             _unlock(fd)
@@ -452,6 +448,13 @@ class BuildCache:
                        if implicit else [])
             ckinds = ["implicit"] * len(cpieces)
             self.smap.add(Generated(str(directory / "cuda.cu"), cpieces + cuda, ckinds + ["source"] * len(cuda)))
+
+    def _build_error(self, name: str, text: str) -> "BuildError":
+        """cpp_extension's failure text, logged and parsed into diagnostics on the candidate's lines."""
+        self.log += text
+        diags = parse_diagnostics(text, self.smap)
+        self.diagnostics.extend(diags)
+        return BuildError(f"building extension '{name}' failed", text, diags)
 
     def _publish(self, stable: Path, module_name: str, objdir: Path) -> None:
         sos = sorted(stable.glob(f"{module_name}*.so"), key=lambda p: p.stat().st_mtime)
@@ -560,11 +563,7 @@ class BuildCache:
             try:
                 module = self.orig_load(**a)
             except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                text = str(exc)
-                self.log += text
-                diags = parse_diagnostics(text, self.smap)
-                self.diagnostics.extend(diags)
-                raise BuildError(f"building extension '{name}' failed", text, diags) from None
+                raise self._build_error(name, str(exc)) from None
             objdir = self.root / "objects" / key
             objdir.mkdir(parents=True, exist_ok=True)
             (objdir / "done").write_text("ok")

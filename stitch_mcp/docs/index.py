@@ -540,24 +540,9 @@ class DocIndex:
                 continue
             lines = para.splitlines()
             if len(lines) > 1:
-                cur = ""
-                for ln in lines:
-                    if len(cur) + len(ln) > width and cur:
-                        passages.append(cur)
-                        cur = ""
-                    cur = (cur + "\n" + ln).strip()
-                if cur:
-                    passages.append(cur)
+                passages += _pack(lines, "\n", width)
             else:
-                sents = re.split(r"(?<=[.!?])\s+", para)
-                cur = ""
-                for s in sents:
-                    if len(cur) + len(s) > width and cur:
-                        passages.append(cur)
-                        cur = ""
-                    cur = (cur + " " + s).strip()
-                if cur:
-                    passages.append(cur)
+                passages += _pack(re.split(r"(?<=[.!?])\s+", para), " ", width)
         best, best_score = passages[0] if passages else text[:width], -1.0
         for p in passages:
             if p.startswith("# ") and len(passages) > 1:
@@ -590,3 +575,16 @@ def _clear_chroma_cache() -> None:
         SharedSystemClient.clear_system_cache()
     except Exception:  # an older or newer chromadb without it
         pass
+
+
+def _pack(pieces: list[str], sep: str, width: int) -> list[str]:
+    """Join consecutive pieces (lines or sentences) into passages of about `width` characters."""
+    out, cur = [], ""
+    for piece in pieces:
+        if len(cur) + len(piece) > width and cur:
+            out.append(cur)
+            cur = ""
+        cur = (cur + sep + piece).strip()
+    if cur:
+        out.append(cur)
+    return out
