@@ -190,6 +190,7 @@ def _judge_request(ctx: Context, judge: str = "none", candidate: str | None = No
 
 def create_server() -> MCPServer:
     from stitch_mcp import prompts as prompt_text
+    from stitch_mcp import workspace_views
 
     state = JobRunner()
     mcp = _StitchMCPServer("stitch-mcp", instructions=INSTRUCTIONS, version=__version__)
@@ -409,29 +410,21 @@ def create_server() -> MCPServer:
     @mcp.resource("stitch://tasks/{task_id}", mime_type="application/json")
     def task_resource(task_id: str) -> str:
         """A task: its reference source, plan and latest reference profile."""
-        from stitch_mcp import workspace_views
-
         return _found(lambda: workspace_views.task_json(task_id))
 
     @mcp.resource("stitch://tasks/{task_id}/history", mime_type="application/json")
     def task_history(task_id: str) -> str:
         """A task's candidates in order, with each one's verdicts and routing decisions."""
-        from stitch_mcp import workspace_views
-
         return _found(lambda: workspace_views.history_json(task_id))
 
     @mcp.resource("stitch://tasks/{task_id}/best", mime_type="application/json")
     def task_best(task_id: str) -> str:
         """The task's fastest accepted candidate."""
-        from stitch_mcp import workspace_views
-
         return _found(lambda: workspace_views.best_json(task_id))
 
     @mcp.resource("stitch://candidates/{candidate_id}", mime_type="application/json")
     def candidate_resource(candidate_id: str) -> str:
         """A candidate: its source and every report on it."""
-        from stitch_mcp import workspace_views
-
         return _found(lambda: workspace_views.candidate_json(candidate_id))
 
     @mcp.resource("stitch://artifacts/{name}", mime_type="image/png")
