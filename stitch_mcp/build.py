@@ -16,6 +16,11 @@ wrappers that
   file that cpp_extension left behind in a directory we hold is stale and is removed (a crashed
   build otherwise makes every later `load_inline` wait forever); a build that finds the stable
   directory busy builds in a directory of its own instead of waiting;
+- compile the kernel translation unit (`cuda.cu`) against `torch/types.h` where the candidate
+  includes `torch/extension.h`: that header adds the whole C++ frontend (nn, optim, jit, data) and
+  pybind11, which kernels and their host wrappers do not use but nvcc parses three times (host
+  front end, device front end, host compiler), more than doubling the compile. Sources that name
+  those parts, and any build that fails this way, are built with the real header;
 - parse compiler output into diagnostics mapped back to the candidate's own lines;
 - without a CUDA-enabled torch (the CPU path) compile CUDA sources to objects with nvcc (and the
   binding with the host compiler) to report real compiler diagnostics, then stop with NeedsGPU.
@@ -55,6 +60,28 @@ def _missing_toolkit_headers(text: str, candidate_code: str) -> list[str]:
         return []
     own = set(re.findall(r'#\s*include\s*[<"]([^>"]+)[>"]', candidate_code))
     return [] if own & set(missing) else missing
+
+
+# What torch/extension.h adds to torch/types.h: a kernel source naming any of these is compiled
+# with the real header from the start.
+_FULL_HEADER_NEEDS = re.compile(
+    r"pybind11|PYBIND11|\bpy::|TORCH_LIBRARY|\bTHP|torch/(?:all|python|nn|optim|jit|data|serialize|autograd)\.h"
+    r"|torch::(?:nn|optim|jit|data|serialize|autograd|cuda|fft|linalg|special|nested|sparse|utils|mps|xpu|python"
+    r"|save|load|enumtype|print)\b")
+# Errors a missing declaration gives (nvcc's front end and gcc): worth a rebuild with the real header.
+_MISSING_DECLARATION = re.compile(r"is undefined|is not a member|has no member|not declared|does not name a"
+                                  r"|incomplete type|no instance of|no matching function|has not been declared")
+LIGHT_EXTENSION_H = """#pragma once
+// stitch-mcp's stand-in for torch/extension.h in a kernel translation unit (cuda.cu), found
+// before the real one: ATen, c10 and torch's tensor API without the C++ frontend and pybind11,
+// which nvcc would otherwise parse three times. See stitch_mcp/build.py.
+#include <torch/types.h>
+"""
+
+
+def wants_full_header(cuda_sources: list[str]) -> bool:
+    """Whether kernel sources use what torch/extension.h adds to torch/types.h."""
+    return any(_FULL_HEADER_NEEDS.search(s) for s in cuda_sources)
 
 
 class NeedsGPU(Exception):
@@ -415,15 +442,39 @@ class BuildCache:
                 raise NeedsGPU(f"extension '{a['name']}' compiled; it is CUDA code and running it needs a GPU")
             kwargs = dict(a)
             kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
-            try:
-                module = self.orig_inline(**kwargs)
-            except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                raise self._build_error(a["name"], str(exc)) from None
+            module = None
+            record["kernel_header"] = "torch/extension.h"
+            if with_cuda and not wants_full_header(cuda):
+                light = dict(kwargs, extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]),
+                                                        f"-I{self._light_header_dir()}"])
+                try:
+                    module = self.orig_inline(**light)
+                    record["kernel_header"] = "torch/types.h"
+                except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
+                    if not _MISSING_DECLARATION.search(str(exc)):
+                        raise self._build_error(a["name"], str(exc)) from None
+                    if self.emit:  # it uses something only the real header declares
+                        self.emit("building", name=str(a["name"]), key=full_key, header="torch/extension.h")
+            if module is None:
+                try:
+                    module = self.orig_inline(**kwargs)
+                except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
+                    raise self._build_error(a["name"], str(exc)) from None
             self._publish(stable, module_name, objdir)
         finally:
             _unlock(fd)
         record["seconds"] = round(time.monotonic() - t0, 3)
         return module
+
+    def _light_header_dir(self) -> Path:
+        inc = self.root / "light_headers"
+        target = inc / "torch" / "extension.h"
+        if not target.exists() or target.read_text() != LIGHT_EXTENSION_H:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(LIGHT_EXTENSION_H)
+            os.replace(tmp, target)
+        return inc
 
     def _register_generated(self, directory: Path, cpp: list[str], cuda: list[str], functions, a) -> None:
         implicit = not a.get("no_implicit_headers")
@@ -492,13 +543,22 @@ class BuildCache:
              "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
              *(a.get("extra_cuda_cflags") or [])],
         ]
-        procs = [subprocess.Popen(c, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for c in cmds]
-        text, failed = "", False
-        for p in procs:
-            out, _ = p.communicate()
-            text += out
-            failed |= p.returncode != 0
+        light = not wants_full_header(cuda)
+        if light:
+            cmds[1].append(f"-I{self._light_header_dir()}")
+
+        def compile_all(commands: list[list[str]]) -> tuple[list[int], list[str]]:
+            procs = [subprocess.Popen(c, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for c in commands]
+            outs = [p.communicate()[0] for p in procs]
+            return [p.returncode for p in procs], outs
+
+        codes, outs = compile_all(cmds)
+        if light and codes[1] != 0 and _MISSING_DECLARATION.search(outs[1]):
+            light = False
+            (codes[1],), (outs[1],) = compile_all([cmds[1][:-1]])
+        self.extensions[-1]["kernel_header"] = "torch/types.h" if light else "torch/extension.h"
+        text, failed = "".join(outs), any(codes)
         self.log += text
         diags = parse_diagnostics(text, self.smap)
         self.diagnostics.extend(diags)

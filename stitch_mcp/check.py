@@ -148,8 +148,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             manifest = {"extensions": []}  # nothing to build: straight to the run stage
         if manifest is not None:
             report.build = BuildReport(ok=True, cached=True, extensions=[
-                ExtensionBuild(name=e["name"], key=e["key"], cached=True, with_cuda=e.get("with_cuda", False))
-                for e in manifest.get("extensions", [])])
+                _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])])
             report.stage_seconds["build"] = 0.0
             needs_gpu = manifest.get("needs_gpu") or ""
             progress.update(1, 3, "build cached")
@@ -244,11 +243,14 @@ def _trim(text: str) -> str:
 # ------------------------------------------------------------------ filling the report
 
 
+def _extension(record: dict) -> ExtensionBuild:
+    """A worker's record of one extension (build.BuildCache) as the report's model."""
+    return ExtensionBuild(**{k: v for k, v in record.items() if k in ExtensionBuild.model_fields})
+
+
 def _fill_build(report: CheckReport, res, source: str) -> None:
     out = res.result or {}
-    exts = [ExtensionBuild(name=e["name"], key=e["key"], cached=e.get("cached", False),
-                           seconds=e.get("seconds", 0.0), with_cuda=e.get("with_cuda", False))
-            for e in out.get("extensions", [])]
+    exts = [_extension(e) for e in out.get("extensions", [])]
     diags = [Diagnostic(**d) for d in out.get("diagnostics", [])]
     report.build = BuildReport(ok=res.ok and not out.get("error"), seconds=round(res.seconds, 3),
                                cached=bool(exts) and all(e.cached for e in exts), extensions=exts,
@@ -259,9 +261,7 @@ def _fill_build(report: CheckReport, res, source: str) -> None:
 
 def _fill_run(report: CheckReport, out: dict, source: str) -> None:
     if out.get("extensions") and not report.build.extensions:
-        report.build.extensions = [ExtensionBuild(name=e["name"], key=e["key"], cached=e.get("cached", False),
-                                                  seconds=e.get("seconds", 0.0), with_cuda=e.get("with_cuda", False))
-                                   for e in out["extensions"]]
+        report.build.extensions = [_extension(e) for e in out["extensions"]]
     fields = set(TrialResult.model_fields)
     trials = [TrialResult(**{k: v for k, v in t.items() if k in fields}) for t in out.get("trials", [])]
     report.correctness = CorrectnessReport(ok=bool(trials) and all(t.ok for t in trials), trials=trials,

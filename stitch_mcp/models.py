@@ -59,6 +59,8 @@ class ExtensionBuild(BaseModel):
     cached: bool = False
     seconds: float = 0.0
     with_cuda: bool = False
+    kernel_header: str = Field("", description="what `#include <torch/extension.h>` in the CUDA sources was "
+                                               "compiled as: torch/types.h (faster) or the real header")
 
 
 class BuildReport(BaseModel):

@@ -163,6 +163,25 @@ def test_cuda_candidate_compiles_and_needs_gpu():
     assert r2.error_kind == "needs_gpu" and r2.build.cached
 
 
+def test_cuda_kernel_file_compiles_against_torch_types_header():
+    """`#include <torch/extension.h>` in a kernel file compiles as torch/types.h (less than half
+    the nvcc time); the candidate still builds and is reported as needing a GPU."""
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not installed")
+    r = check("ref_relu", "cand_cuda_torch")
+    assert r.error_kind == "needs_gpu" and r.build.ok, r.summary
+    assert r.build.extensions[0].kernel_header == "torch/types.h"
+
+
+@pytest.mark.slow
+def test_cuda_kernel_file_needing_the_full_header_is_rebuilt_with_it():
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not installed")
+    r = check("ref_relu", "cand_cuda_full_header")
+    assert r.error_kind == "needs_gpu" and r.build.ok, r.summary
+    assert r.build.extensions[0].kernel_header == "torch/extension.h"
+
+
 def test_cuda_candidate_with_aten_cuda_headers_needs_gpu_not_a_compile_error():
     """The bundled demo candidate includes ATen/cuda/CUDAContext.h, which needs CUDA library headers
     (cusparse.h, ...) that a CPU machine's CUDA install may lack: that is no fault of the candidate."""
