@@ -4,7 +4,9 @@ This module runs in the server process and imports nothing heavy: every step tha
 candidate runs in a worker process (stitch_mcp.worker): the build stage (stitch_mcp.build, limit
 settings.build_timeout_s) and the run stage (stitch_mcp.correctness with stitch_mcp.integrity and
 stitch_mcp.timing, limit settings.run_timeout_s). A candidate whose extensions are all in the
-build cache skips the build worker. Every call is stored in the workspace with its routing decision.
+build cache skips the build worker. While a task's first candidate builds, a third worker times the
+reference on the GPU (the baselines, cached per task and device). Every call is stored in the
+workspace with its routing decision.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -146,6 +149,10 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         manifest = cached_manifest(build_root, cand.source)
         if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
             manifest = {"extensions": []}  # nothing to build: straight to the run stage
+        early_baselines = None
+        if manifest is None and timing and cuda_possible \
+                and not _cached_baselines(ws, task.task_id, settings.timing_iters):
+            early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, env, progress)
         if manifest is not None:
             report.build = BuildReport(ok=True, cached=True, extensions=[
                 _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])])
@@ -174,6 +181,9 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             return _finish(report, ws, t_start)
 
         # ------------------------------------------------------------ run
+        if early_baselines is not None:
+            progress.update(1, 3, "waiting for the reference's baselines")
+            early_baselines.join()
         baselines = _cached_baselines(ws, task.task_id, settings.timing_iters)
         spec = {"reference_source": task.source, "candidate_source": cand.source, "build_root": str(build_root),
                 "plan": trial_plan(trials), "timing": timing, "compare_compile": compare_compile,
@@ -434,6 +444,42 @@ def _finish(report: CheckReport, ws, t_start: float) -> CheckReport:
 def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
     body = ws.latest_report("baseline", task_id=task_id) or {}
     return {dev: b for dev, b in (body.get("devices") or {}).items() if b.get("timing_iters") == timing_iters}
+
+
+def _baselines_during_build(reference_source: str, task_id: str, compare_compile: bool, env: dict[str, str],
+                            progress: Progress) -> threading.Thread:
+    """Time the reference (eager and torch.compile) on a GPU in a worker of its own while the
+    candidate builds on the CPU, and store the result as the task's baselines: a task's first
+    candidate then waits for the longer of the two instead of their sum. The thread outlives a
+    failed build (the task's next candidate uses what it measures); cancelling the call kills it."""
+    from stitch_mcp.devices import acquire_device
+    from stitch_mcp.store import get_workspace
+    from stitch_mcp.worker import run_worker
+
+    settings = get_settings()
+    spec = {"reference_source": reference_source, "compare_compile": compare_compile,
+            "timing_iters": settings.timing_iters,
+            "timing_seeds": [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
+            "limits": _limits(settings.run_timeout_s, True)}
+
+    def measure() -> None:
+        workdir = Path(tempfile.mkdtemp(prefix="baseline-", dir=_work_parent(settings)))
+        try:
+            with acquire_device(check_cancel=progress.check) as lease:
+                res = run_worker("baseline", spec, workdir=workdir, timeout_s=settings.run_timeout_s,
+                                 register_kill=progress.on_cancel, env={**env, **lease.worker_env()})
+            if res.ok:
+                _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
+            else:  # the run stage measures them itself
+                log.warning("baselines alongside the build: %s %s", res.kind, res.message[:300])
+        except Exception:
+            log.exception("baselines alongside the build failed")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    thread = threading.Thread(target=measure, name=f"baselines-{task_id}", daemon=False)
+    thread.start()
+    return thread
 
 
 def _store_baselines(ws, task_id: str, out: dict, timing_iters: int) -> None:

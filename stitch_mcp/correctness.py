@@ -573,37 +573,120 @@ def _short(v: Any) -> str:
     return r if len(r) < 40 else r[:37] + "..."
 
 
-def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, stage) -> None:
-    import torch
+class TimingInputs:
+    """The inputs of timed calls: one buffer whose contents are replaced before every call from a
+    pool of input sets made with the timing seeds, so caching by pointer or shape fails."""
 
-    from stitch_mcp.loader import make_inputs
+    def __init__(self, ref_mod, device: str, seeds: list[int]):
+        import torch
 
-    # No lock here: check.py holds this device (devices.acquire_device) for the whole run stage.
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    seeds = spec["timing_seeds"]
-    if device == "cuda":
-        torch.cuda.empty_cache()
-    pool = [make_inputs(ref_mod, device, s) for s in seeds]
-    sync()
-    buf = integ.clone_inputs(pool[0])
-    flat_buf = integ.flatten(buf)
-    flat_pool = [integ.flatten(p) for p in pool]
-    current = {"set": 0}
+        from stitch_mcp.loader import make_inputs
 
-    def setup(i: int) -> None:  # fresh contents in the same buffers: caching by pointer/shape fails
-        k = i % len(pool)
-        current["set"] = k
-        for dst, src in zip(flat_buf, flat_pool[k]):
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        self.pool = [make_inputs(ref_mod, device, s) for s in seeds]
+        if device == "cuda":
+            torch.cuda.synchronize()
+        self.buf = integ.clone_inputs(self.pool[0])
+        self._flat_buf = integ.flatten(self.buf)
+        self._flat_pool = [integ.flatten(p) for p in self.pool]
+        self.current = 0
+
+    def setup(self, i: int) -> None:
+        import torch
+
+        self.current = i % len(self.pool)
+        for dst, src in zip(self._flat_buf, self._flat_pool[self.current]):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)
 
+
+def _bench_options(spec, device: str, inputs: TimingInputs) -> dict[str, Any]:
+    n_iter = int(spec.get("timing_iters") or 100)
+    return {"device": device, "setup": inputs.setup, "max_calls": n_iter, "min_calls": min(10, n_iter)}
+
+
+def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compare_compile: bool,
+                      stage, keep_compiled: dict | None = None) -> dict[str, Any]:
+    """The reference timed in eager mode and (when asked) under torch.compile, the same way as the
+    candidate. `keep_compiled`: an earlier torch.compile measurement to reuse instead."""
+    import torch
+
+    buf = inputs.buf
+    stage("timing", what="eager")
+
+    def run_ref(i: int) -> None:
+        ref_model(*buf)
+
+    with torch.no_grad():
+        eager = timing_mod.bench(run_ref, **kw)
+    eager.pop("method", None)
+    out: dict[str, Any] = {"eager": eager, "compiled": None, "compile_note": ""}
+    if compare_compile and keep_compiled and keep_compiled.get("compiled"):
+        out["compiled"] = keep_compiled["compiled"]
+        out["compile_note"] = keep_compiled.get("compile_note", "")
+    elif compare_compile:
+        stage("timing", what="torch.compile")
+        t0 = time.monotonic()
+        try:
+            compiled_model = torch.compile(ref_model)
+            with torch.no_grad():
+                compiled_model(*buf)
+                if kw["device"] == "cuda":
+                    torch.cuda.synchronize()
+                t_compile = time.monotonic() - t0
+
+                def run_c(i: int) -> None:
+                    compiled_model(*buf)
+
+                comp = timing_mod.bench(run_c, **kw)
+            comp.pop("method", None)
+            out["compiled"] = comp
+            out["compile_note"] = f"torch.compile (default mode); compiling took {t_compile:.1f} s"
+        except Exception as exc:
+            out["compile_note"] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
+    return out
+
+
+def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
+    """Only the reference's baselines (a worker stage of its own): check.py measures them on the
+    GPU while a task's first candidate builds on the CPU, so the run stage finds them cached."""
+    from stitch_mcp.worker import stage
+
+    stage("import")
+    import torch
+
+    from stitch_mcp.loader import import_program, init_inputs
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # as in the run stage
+    torch.backends.cudnn.allow_tf32 = False
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
+    stage("inputs")
+    init_args = init_inputs(ref_mod)
+    torch.manual_seed(0)
+    ref_model = ref_mod.Model(*init_args).to(device)  # training mode, as in the run stage
+    inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
+    stage("timing")
+    base = measure_baselines(ref_model, inputs, _bench_options(spec, device, inputs),
+                             bool(spec.get("compare_compile")), stage)
+    return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+            "timing": {**base, "baselines_cached": False}}
+
+
+def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, stage) -> None:
+    import torch
+
+    # No lock here: check.py holds this device (devices.acquire_device) for the whole run stage.
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
+    buf, pool = inputs.buf, inputs.pool
     last: dict[int, Any] = {}
 
     def run_new(i: int) -> None:
-        last[current["set"]] = new_model(*buf)
+        last[inputs.current] = new_model(*buf)
 
-    n_iter = int(spec.get("timing_iters") or 100)
-    kw = dict(device=device, setup=setup, max_calls=n_iter, min_calls=min(10, n_iter))
+    kw = _bench_options(spec, device, inputs)
     stage("timing", what="candidate")
     threads_a = integ.thread_snapshot()
     with torch.no_grad():
@@ -669,37 +752,6 @@ def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, 
         res["timing"]["compiled"] = base.get("compiled")
         res["timing"]["compile_note"] = base.get("compile_note", "")
     else:
-        stage("timing", what="eager")
-
-        def run_ref(i: int) -> None:
-            ref_model(*buf)
-
-        with torch.no_grad():
-            eager = timing_mod.bench(run_ref, **kw)
-        eager.pop("method", None)
-        res["timing"]["eager"] = eager
-        res["timing"]["compiled"] = None
-        res["timing"]["compile_note"] = ""
-        if spec.get("compare_compile") and keep_compiled and keep_compiled.get("compiled"):
-            res["timing"]["compiled"] = keep_compiled["compiled"]
-            res["timing"]["compile_note"] = keep_compiled.get("compile_note", "")
-        elif spec.get("compare_compile"):
-            stage("timing", what="torch.compile")
-            t0 = time.monotonic()
-            try:
-                compiled_model = torch.compile(ref_model)
-                with torch.no_grad():
-                    compiled_model(*buf)
-                    sync()
-                    t_compile = time.monotonic() - t0
-
-                    def run_c(i: int) -> None:
-                        compiled_model(*buf)
-
-                    comp = timing_mod.bench(run_c, **kw)
-                comp.pop("method", None)
-                res["timing"]["compiled"] = comp
-                res["timing"]["compile_note"] = f"torch.compile (default mode); compiling took {t_compile:.1f} s"
-            except Exception as exc:
-                res["timing"]["compile_note"] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
+        res["timing"].update(measure_baselines(ref_model, inputs, kw, bool(spec.get("compare_compile")), stage,
+                                               keep_compiled))
         res["timing"]["baselines_cached"] = False

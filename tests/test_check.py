@@ -36,11 +36,15 @@ def codes(report) -> set[str]:
 
 
 def workers_running() -> list[int]:
-    """Worker processes this test process started that are still alive."""
+    """Worker processes this test process started that are still alive (its idle spares aside)."""
+    from faultkit import idle_spare_of
+
     from stitch_mcp.worker import _descendants
 
     alive = []
     for pid in _descendants(os.getpid()):
+        if idle_spare_of(pid, {os.getpid()}):
+            continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 if b"stitch_mcp.worker" in fh.read():
@@ -137,6 +141,24 @@ def test_stale_build_lock_does_not_hang(cpp_cold):
         configure()
     assert r.verdict == "pass", r.summary
     assert not r.build.cached  # rebuilt (ninja found main.o up to date) instead of waiting on the lock
+
+
+def test_baselines_measured_in_a_worker_of_their_own_are_used():
+    """On a GPU the reference's baselines are timed in a worker of their own while a task's first
+    candidate builds; the run stage then uses them (here the same path on the CPU)."""
+    from stitch_mcp.check import _baselines_during_build, _cached_baselines
+    from stitch_mcp.config import get_settings
+    from stitch_mcp.jobs import Progress
+    from stitch_mcp.sources import resolve_task
+    from stitch_mcp.store import get_workspace
+
+    task = resolve_task(prog("ref_relu"), None)
+    _baselines_during_build(task.source, task.task_id, False, {}, Progress()).join()
+    stored = _cached_baselines(get_workspace(), task.task_id, get_settings().timing_iters)
+    assert stored["cpu"]["eager"]["median_ms"] > 0
+    r = check("ref_relu", "cand_relu_torch", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.timing.baselines_cached and r.timing.eager.median_ms == stored["cpu"]["eager"]["median_ms"], stored
 
 
 # ------------------------------------------------------------------ build failures
