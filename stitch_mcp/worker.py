@@ -8,6 +8,13 @@ parent kills its whole process group and classifies the outcome: ok, an exceptio
 other signal, an illegal memory access, GPU or host out-of-memory, a hang, `os._exit`, an output
 flood, a CPU-time limit.
 
+Spare workers: starting Python and importing torch takes 4-6 s on a GPU machine, twice per check
+(build and run stage). So the parent keeps `settings.spare_workers` workers started ahead of need,
+each with torch imported and nothing else done: no device chosen, no limits applied, no candidate
+seen. `run_worker` hands one its stage (spec, working directory, whole environment) over stdin and
+starts the next spare. Each process still runs exactly one stage and exits. A spare's command line
+ends in `--spare`; once given its stage it names itself `stitch-worker` (/proc/PID/comm).
+
 Child side (`main`): apply resource limits (open files, processes, CPU time, core dumps, file size;
 address space only when CUDA is not involved: the CUDA driver reserves huge virtual ranges), try to
 drop network access, then dispatch to the stage function. This module imports nothing heavy at top
@@ -16,6 +23,7 @@ level; stage modules import torch inside the worker.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -107,6 +115,7 @@ class WorkerResult:
     output: str = ""
     output_bytes: int = 0
     seconds: float = 0.0
+    spare: bool = False  # ran in a spare worker started ahead of need
 
     @property
     def ok(self) -> bool:
@@ -234,6 +243,98 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 KILL_GRACE_S = 30
+WORKING_NAME = b"stitch-worker"
+
+
+@dataclass
+class _Started:
+    """A started worker process and the parent's ends of its pipes."""
+
+    proc: subprocess.Popen
+    events_fd: int  # read end of the event pipe
+    lifeline_fd: int  # the only write end of the lifeline
+    token: str
+    fd_env: dict[str, str]
+
+    def discard(self) -> None:
+        kill_tree(self.proc)
+        kill_marked(self.token)
+        for fd in (self.events_fd, self.lifeline_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream:
+                stream.close()
+
+
+def _start() -> _Started:
+    r_fd, w_fd = os.pipe()
+    # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
+    # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
+    # which lives in its own session and would otherwise outlive us.
+    life_r, life_w = os.pipe()
+    token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
+    fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(w_fd, life_r),
+        env=worker_env(fd_env), close_fds=True)
+    os.close(w_fd)
+    os.close(life_r)
+    return _Started(proc, r_fd, life_w, token, fd_env)
+
+
+_spares: list[_Started] = []
+_spares_lock = threading.Lock()
+
+
+def _spare_count() -> int:
+    try:
+        from stitch_mcp.config import get_settings
+
+        return get_settings().spare_workers
+    except Exception:  # a bad setting must not stop checks; the CLI reports it
+        return 0
+
+
+def _top_up() -> None:
+    want = _spare_count()
+    with _spares_lock:
+        while len(_spares) < want:
+            _spares.append(_start())
+
+
+def _take_worker() -> tuple[_Started, bool]:
+    """A started worker: a live spare if there is one, else a new one. With a GPU the spares are
+    topped up at once (the next stage's worker warms up meanwhile); without one after the stage,
+    since a spare importing torch would skew the host-clock timing of the CPU path."""
+    with _spares_lock:
+        taken = None
+        while _spares and taken is None:
+            w = _spares.pop(0)
+            if w.proc.poll() is None:
+                taken = w
+            else:
+                w.discard()
+    if any(Path("/dev").glob("nvidia[0-9]*")):
+        _top_up()
+    return (taken, True) if taken else (_start(), False)
+
+
+def drop_spares() -> None:
+    """Stop the idle spare workers (at exit, and when the setting changes)."""
+    with _spares_lock:
+        while _spares:
+            _spares.pop().discard()
+
+
+atexit.register(drop_spares)
 
 
 def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: float,
@@ -247,26 +348,21 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     """
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
-    r_fd, w_fd = os.pipe()
-    # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
-    # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
-    # which lives in its own session and would otherwise outlive us.
-    life_r, life_w = os.pipe()
-    token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     res = WorkerResult(stage="start")
     t0 = time.monotonic()
     killed = {"why": ""}
     lock = threading.Lock()
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "stitch_mcp.worker", str(workdir / "spec.json")],
-        cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, pass_fds=(w_fd, life_r),
-        env=worker_env({**(env or {}), "STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r),
-                        "STITCH_WORKER_TOKEN": token}),
-        close_fds=True)
-    os.close(w_fd)
-    os.close(life_r)
+    started, res.spare = _take_worker()
+    proc, r_fd, life_w, token = started.proc, started.events_fd, started.lifeline_fd, started.token
+    order = {"spec": str(workdir / "spec.json"), "cwd": str(workdir),
+             "env": worker_env({**(env or {}), "STITCH_EVENT_FD": started.fd_env["STITCH_EVENT_FD"],
+                                "STITCH_WORKER_TOKEN": token})}
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(order).encode() + b"\n")
+        proc.stdin.close()
+    except OSError:  # it died before its order: the outcome below says how
+        pass
 
     def kill(why: str) -> None:
         with lock:
@@ -326,6 +422,7 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
         os.close(life_w)
         if unregister:
             unregister()
+        _top_up()
     reader.join(timeout=5)
     capture.thread.join(timeout=5)
     res.seconds = time.monotonic() - t0
@@ -455,9 +552,46 @@ def _start_lifeline() -> None:
     os.close(fd)
 
 
+def _set_name(name: bytes) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME: /proc/PID/comm
+    except (OSError, AttributeError):
+        pass
+
+
+def _wait_for_order() -> Path | None:
+    """Import what every stage needs, then wait for the parent's order: the spec's path, the
+    working directory and the whole environment. None: the parent went away first."""
+    try:
+        import torch  # noqa: F401
+        import torch.utils.cpp_extension  # noqa: F401
+
+        import stitch_mcp.correctness  # noqa: F401  (binds the timing functions, as before any candidate)
+    except Exception:  # the stage reports it again, where it can be classified
+        pass
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return None
+    _set_name(WORKING_NAME)
+    order = json.loads(line)
+    devnull = os.open(os.devnull, os.O_RDONLY)  # the candidate reads nothing of ours
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.environ.clear()
+    os.environ.update(order["env"])
+    os.chdir(order["cwd"])
+    if sys.path and sys.path[0] == str(PACKAGE_ROOT):  # `-m` put the start directory first: now it is this
+        sys.path[0] = order["cwd"]
+    return Path(order["spec"])
+
+
 def main(argv: list[str]) -> int:
     _start_lifeline()
-    spec_path = Path(argv[0])
+    spec_path = _wait_for_order() if argv == ["--spare"] else Path(argv[0])
+    if spec_path is None:
+        os._exit(0)
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     applied = apply_limits(spec.get("limits") or {})
     emit("limits", applied=applied)
@@ -472,6 +606,10 @@ def main(argv: list[str]) -> int:
             from stitch_mcp.correctness import run_stage
 
             result = run_stage(spec)
+        elif name == "baseline":
+            from stitch_mcp.correctness import baseline_stage
+
+            result = baseline_stage(spec)
         elif name == "selftest":  # used by the tests to exercise crash classification
             result = _selftest(spec)
         else:
@@ -518,6 +656,9 @@ def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
             blocks.append(bytearray(256 * 1024 * 1024))
     if action == "raise":
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    if action == "whoami":  # what a stage starts with: for the spare-worker tests
+        return {"cwd": os.getcwd(), "path0": sys.path[0], "stdin": sys.stdin.read(),
+                "probe": os.environ.get("STITCH_PROBE"), "torch_imported": "torch" in sys.modules}
     return {}
 
 

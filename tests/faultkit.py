@@ -54,18 +54,61 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def working_dir(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return ""
+
+
+def comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def idle_spare(pid: int) -> bool:
+    """A spare worker no stage was given yet (given one, stitch_mcp.worker renames itself)."""
+    return comm(pid) != "stitch-worker" and cmdline(pid).endswith("stitch_mcp.worker --spare")
+
+
+def idle_spare_of(pid: int, owners: set[int]) -> bool:
+    """An idle spare worker started by one of `owners` or by a live server, or that spare's
+    lifeline watchdog (a fork of it)."""
+    if not idle_spare(pid):
+        return False
+    parent = parent_pid(pid)
+    if idle_spare(parent):  # the watchdog
+        parent = parent_pid(parent)
+    return parent in owners or " -m stitch_mcp serve" in cmdline(parent)
+
+
+def parent_pid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("PPid:"))
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
 def leftovers(marker: str, exclude: set[int] | None = None) -> list[tuple[int, str]]:
-    """Live processes carrying the marker, other than `exclude` (the servers themselves)."""
+    """Live processes carrying the marker, other than `exclude` (the servers themselves) and the
+    idle spare workers of those servers with their watchdogs (a stopped server's are leftovers)."""
     needle = f"STITCH_TEST_MARKER={marker}".encode()
+    exclude = exclude or set()
     found = []
     for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) in (exclude or set()) or int(pid) == os.getpid():
+        if not pid.isdigit() or int(pid) in exclude or int(pid) == os.getpid():
             continue
         if _environ_has(pid, needle):
             cmd = cmdline(int(pid))
             if " -m stitch_mcp serve" in cmd:  # a server itself: alive by design
                 continue
-            found.append((int(pid), cmd[:160]))
+            if idle_spare_of(int(pid), exclude):
+                continue
+            found.append((int(pid), f"{cmd[:160]} (parent {parent_pid(int(pid))}, name {comm(int(pid))})"))
     return found
 
 

@@ -35,6 +35,7 @@ from faultkit import (
     stop_server,
     text_of,
     wait_no_leftovers,
+    working_dir,
 )
 from mcp import Client, StdioServerParameters
 
@@ -266,8 +267,8 @@ async def test_server_killed_mid_check_then_restarted(tmp_path):
             running = res.structured_content
             assert running["status"] == "running" and running["job_id"]
         deadline = time.monotonic() + 60
-        while not any("stitch_mcp.worker" in cmd and "/run/spec.json" in cmd
-                      for _, cmd in leftovers(marker, {first.pid})):
+        while not any("stitch_mcp.worker" in cmd and working_dir(pid).endswith("/run")
+                      for pid, cmd in leftovers(marker, {first.pid})):
             assert time.monotonic() < deadline, "the run worker never started"
             time.sleep(0.2)
         time.sleep(2)  # inside the candidate's endless forward by now

@@ -1,0 +1,76 @@
+"""Worker processes through `run_worker`: spare workers (started ahead of need, torch imported)
+start their stage as a fresh worker would, and how a worker ended is classified."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from faultkit import idle_spare_of
+
+from stitch_mcp import worker
+from stitch_mcp.config import configure
+
+
+def selftest(tmp_path, action: str, name: str = "w", **kw) -> worker.WorkerResult:
+    return worker.run_worker("selftest", {"action": action}, workdir=tmp_path / name, **{"timeout_s": 60, **kw})
+
+
+def idle_spares(expect: bool = True) -> list[int]:
+    """Our idle spares, after waiting up to 5 s for them to be as `expect`ed (a process just
+    forked shows its parent's command line until it has exec'd)."""
+    deadline = time.monotonic() + 5
+    while True:
+        found = [p for p in worker._descendants(os.getpid()) if idle_spare_of(p, {os.getpid()})]
+        if bool(found) == expect or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def one_spare():
+    configure(spare_workers=1)
+    worker.drop_spares()
+    yield
+    configure()
+
+
+def test_a_spare_starts_its_stage_like_a_fresh_worker(tmp_path, one_spare, monkeypatch):
+    first = selftest(tmp_path, "ok", "first")
+    assert first.ok and first.result == {"value": 42} and "hello from the worker" in first.output
+    assert not first.spare  # none was waiting yet; one is started after the stage
+    assert idle_spares()
+    monkeypatch.setenv("STITCH_PROBE", "set after the spare started")
+    r = selftest(tmp_path, "whoami", "second", env={"STITCH_EXTRA": "1"})
+    assert r.ok and r.spare, r.message
+    got = r.result
+    assert got["torch_imported"]  # imported while it waited
+    assert got["cwd"] == str(tmp_path / "second") and got["path0"] == got["cwd"]
+    assert got["probe"] == "set after the spare started"  # the environment of now, not of its start
+    assert got["stdin"] == ""  # nothing of the parent's to read
+
+
+def test_crashes_in_a_spare_are_classified(tmp_path, one_spare):
+    selftest(tmp_path, "ok", "warm")  # leaves a spare for the next
+    for action, kind in (("segfault", "segfault"), ("exit", "os_exit"), ("raise", "illegal_memory_access")):
+        r = selftest(tmp_path, action, action)
+        assert r.spare and r.kind == kind, (action, r.status, r.kind, r.message)
+    r = selftest(tmp_path, "hang", "hang", timeout_s=3)
+    assert r.spare and r.status == "timeout"
+    r = selftest(tmp_path, "flood", "flood", flood_bytes=1 << 20)
+    assert r.spare and r.kind == "output_flood"
+
+
+def test_no_spares_when_set_to_zero_and_none_left_after_drop(tmp_path):
+    configure(spare_workers=0)
+    try:
+        worker.drop_spares()
+        r = selftest(tmp_path, "ok")
+        assert r.ok and not r.spare and not idle_spares(expect=False)
+    finally:
+        configure()
+    selftest(tmp_path, "ok", "again")
+    assert idle_spares()
+    worker.drop_spares()
+    assert not idle_spares(expect=False)
