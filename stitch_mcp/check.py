@@ -466,8 +466,11 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
         workdir = Path(tempfile.mkdtemp(prefix="baseline-", dir=_work_parent(settings)))
         try:
             with acquire_device(check_cancel=progress.check) as lease:
+                # inductor's pool of compile processes would take the cores the build is using;
+                # the number of compile threads changes how long compiling takes, not its kernels
                 res = run_worker("baseline", spec, workdir=workdir, timeout_s=settings.run_timeout_s,
-                                 register_kill=progress.on_cancel, env={**env, **lease.worker_env()})
+                                 register_kill=progress.on_cancel,
+                                 env={**env, **lease.worker_env(), "TORCHINDUCTOR_COMPILE_THREADS": "1"})
             if res.ok:
                 _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
             else:  # the run stage measures them itself

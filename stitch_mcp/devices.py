@@ -3,7 +3,8 @@
 A verification's run stage (correctness and timing) holds a lock on one device for its whole
 run, so two timings never overlap on a GPU — also across several server processes on the host,
 since the lock is a file lock. A GPU that someone else is using (memory or utilisation above a
-threshold, from NVML) is passed over while another is free, and reported when it is all we have.
+threshold, from NVML, with a compute process that is not one of our workers) is passed over while
+another is free, and reported when it is all we have.
 Without a GPU the host's CPU is the device: CPU timings are serialised the same way.
 """
 
@@ -35,11 +36,33 @@ class Gpu:
     memory_total: int = 0
     memory_used: int = 0
     utilization_pct: int = 0
+    foreign_processes: int | None = None  # compute processes that are not stitch-mcp workers; None: unknown
 
     @property
     def busy(self) -> bool:
+        if self.foreign_processes == 0:  # only our own workers (or one just gone): the lock orders those
+            return False
         return (self.memory_total and self.memory_used / self.memory_total > BUSY_MEMORY_FRACTION) or \
             self.utilization_pct > BUSY_UTILIZATION_PCT
+
+
+def _foreign_processes(pynvml, handle) -> int | None:
+    """Compute processes on the GPU that are not stitch-mcp workers (whose environment carries
+    STITCH_WORKER_TOKEN). A process we cannot inspect (another user's, another container's) counts."""
+    try:
+        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    except Exception:
+        return None
+    foreign = 0
+    for proc in procs:
+        try:
+            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                if b"STITCH_WORKER_TOKEN=" in fh.read():
+                    continue
+        except OSError:
+            pass
+        foreign += 1
+    return foreign
 
 
 def discover() -> list[Gpu]:
@@ -64,7 +87,8 @@ def discover() -> list[Gpu]:
         name = pynvml.nvmlDeviceGetName(h)
         uuid = pynvml.nvmlDeviceGetUUID(h)
         gpus.append(Gpu(i, uuid if isinstance(uuid, str) else uuid.decode(),
-                        name if isinstance(name, str) else name.decode(), mem.total, mem.used, util))
+                        name if isinstance(name, str) else name.decode(), mem.total, mem.used, util,
+                        _foreign_processes(pynvml, h)))
     return gpus
 
 

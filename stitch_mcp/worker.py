@@ -575,6 +575,9 @@ def _wait_for_order() -> Path | None:
     if not line:
         return None
     _set_name(WORKING_NAME)
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is not None and torch_mod.cuda.is_initialized():  # before CUDA_VISIBLE_DEVICES: any GPU
+        raise RuntimeError("the spare worker initialised CUDA before its device was chosen")
     order = json.loads(line)
     devnull = os.open(os.devnull, os.O_RDONLY)  # the candidate reads nothing of ours
     os.dup2(devnull, 0)

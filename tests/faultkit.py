@@ -122,7 +122,10 @@ def wait_no_leftovers(marker: str, exclude: set[int] | None = None, timeout: flo
 
 
 def server_env(marker: str, data_dir: Path, **settings: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "STITCH_TEST_MARKER": marker, "STITCH_DATA_DIR": str(data_dir)}
+    # the caller's PYTHONPATH stays (on the GPU machine mcp and pydantic come from a wheel folder)
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = os.pathsep.join(dict.fromkeys([str(ROOT), *inherited]))
+    env = {**os.environ, "PYTHONPATH": path, "STITCH_TEST_MARKER": marker, "STITCH_DATA_DIR": str(data_dir)}
     env.update({k: str(v) for k, v in settings.items()})
     return env
 

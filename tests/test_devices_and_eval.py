@@ -49,6 +49,14 @@ def test_leases_spread_over_gpus_and_prefer_idle_ones():
         assert lease.worker_env() == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2"}
 
 
+def test_a_gpu_loaded_only_by_our_own_workers_is_not_busy():
+    """Memory and utilisation just after our previous worker ended are not someone else's work."""
+    loaded = dict(memory_total=100, memory_used=90, utilization_pct=80)
+    assert not Gpu(3, "GPU-test-3", "test", **loaded, foreign_processes=0).busy
+    assert Gpu(3, "GPU-test-3", "test", **loaded, foreign_processes=1).busy
+    assert Gpu(3, "GPU-test-3", "test", **loaded).busy  # processes unknown: the load decides
+
+
 def test_without_a_gpu_the_cpu_is_leased_exclusively():
     windows = sorted(_windows([], workers=3, hold=0.1))
     for (_, _, end), (_, start, _) in zip(windows, windows[1:]):

@@ -49,7 +49,7 @@ def main() -> int:
     if args.only:
         problems = [p for p in problems if p in args.only]
     rows = []
-    print(f"{'problem':<14} {'run':<8} {'verdict':<8} {'wall_s':>7} {'build':>7} {'load':>6} {'inputs':>7} "
+    print(f"{'problem':<14} {'run':<8} {'verdict':<8} {'wall_s':>7} {'build':>7} {'ext':>6} {'load':>6} {'inputs':>7} "
           f"{'correct':>8} {'integr':>7} {'timing':>7}  speedup(eager/compile)", flush=True)
     for name in problems:
         d = Path(args.dir)
@@ -68,11 +68,14 @@ def main() -> int:
                    "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
                    "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
                    "compiled_ms": r.timing.compiled.median_ms if r.timing.compiled else None,
+                   "extension_seconds": sum(e.seconds for e in r.build.extensions),
+                   "kernel_headers": [e.kernel_header for e in r.build.extensions],
                    "floor_fraction": r.timing.floor_fraction, "findings": [f.code for f in r.integrity.findings],
                    "reasons": r.reasons[:2], "device": r.device}
             rows.append(row)
             sp = f"{r.speedup_vs_eager or 0:.2f}/{r.speedup_vs_compile or 0:.2f}"
             print(f"{name:<14} {label:<8} {str(r.verdict):<8} {wall:7.1f} {s.get('build', 0):7.1f} "
+                  f"{row['extension_seconds']:6.1f} "
                   f"{s.get('load', 0):6.2f} {s.get('inputs', 0):7.2f} {s.get('correctness', 0):8.2f} "
                   f"{s.get('integrity', 0):7.2f} {s.get('timing', 0):7.2f}  {sp}"
                   + (f"  [{r.error_kind}: {r.reasons[0][:120]}]" if r.verdict != "pass" else ""), flush=True)
