@@ -303,8 +303,12 @@ def _spare_count() -> int:
         return 0
 
 
+def _gpu_host() -> bool:
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def _top_up() -> None:
-    want = _spare_count()
+    want = _spare_count() if _gpu_host() else min(1, _spare_count())
     with _spares_lock:
         while len(_spares) < want:
             _spares.append(_start())
@@ -312,8 +316,8 @@ def _top_up() -> None:
 
 def _take_worker() -> tuple[_Started, bool]:
     """A started worker: a live spare if there is one, else a new one. With a GPU the spares are
-    topped up at once (the next stage's worker warms up meanwhile); without one after the stage,
-    since a spare importing torch would skew the host-clock timing of the CPU path."""
+    topped up at once (the next stage's worker warms up meanwhile); without one, to one spare and
+    after the stage, since a spare importing torch would skew the host-clock timing of the CPU path."""
     with _spares_lock:
         taken = None
         while _spares and taken is None:
@@ -322,7 +326,7 @@ def _take_worker() -> tuple[_Started, bool]:
                 taken = w
             else:
                 w.discard()
-    if any(Path("/dev").glob("nvidia[0-9]*")):
+    if _gpu_host():
         _top_up()
     return (taken, True) if taken else (_start(), False)
 
