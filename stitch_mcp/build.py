@@ -16,11 +16,13 @@ wrappers that
   file that cpp_extension left behind in a directory we hold is stale and is removed (a crashed
   build otherwise makes every later `load_inline` wait forever); a build that finds the stable
   directory busy builds in a directory of its own instead of waiting;
-- compile the kernel translation unit (`cuda.cu`) against `torch/types.h` where the candidate
-  includes `torch/extension.h`: that header adds the whole C++ frontend (nn, optim, jit, data) and
-  pybind11, which kernels and their host wrappers do not use but nvcc parses three times (host
-  front end, device front end, host compiler), more than doubling the compile. Sources that name
-  those parts, and any build that fails this way, are built with the real header;
+- compile each translation unit against as little of torch as it needs: torch/extension.h brings
+  the C++ frontend, pybind11 and the declarations of all ~2,000 ATen operators, which kernels,
+  their host wrappers and bindings rarely use, and nvcc parses it three times (host front end,
+  device front end, host compiler). First rung: the Tensor class and ATen's per-operator headers
+  for the operators the source names (plus torch's pybind11 casters in the binding, main.cpp);
+  then torch/types.h (kernel file); then the real header. A unit whose build misses a torch
+  declaration climbs a rung (`kernel_header_rungs`, `binding_header_rungs`);
 - parse compiler output into diagnostics mapped back to the candidate's own lines;
 - without a CUDA-enabled torch (the CPU path) compile CUDA sources to objects with nvcc (and the
   binding with the host compiler) to report real compiler diagnostics, then stop with NeedsGPU.
@@ -62,16 +64,31 @@ def _missing_toolkit_headers(text: str, candidate_code: str) -> list[str]:
     return [] if own & set(missing) else missing
 
 
-# What torch/extension.h adds to torch/types.h: a kernel source naming any of these is compiled
-# with the real header from the start.
-_FULL_HEADER_NEEDS = re.compile(
-    r"pybind11|PYBIND11|\bpy::|TORCH_LIBRARY|\bTHP|torch/(?:all|python|nn|optim|jit|data|serialize|autograd)\.h"
+# What torch/extension.h adds to torch/types.h: a source naming any of these is compiled with the
+# real header from the start (a binding file, which is pybind11 code, only for the frontend part).
+_FRONTEND_NEEDS = re.compile(
+    r"TORCH_LIBRARY|\bTHP|torch/(?:torch|all|python|nn|optim|jit|data|serialize|autograd)\.h"
     r"|torch::(?:nn|optim|jit|data|serialize|autograd|cuda|fft|linalg|special|nested|sparse|utils|mps|xpu|python"
     r"|save|load|enumtype|print)\b")
-# Errors a missing declaration gives (nvcc's front end and gcc): worth a rebuild with the real header.
+_PYTHON_NEEDS = re.compile(r"pybind11|PYBIND11|\bpy::")
+# torch/types.h's factory functions honour requires_grad(true) (autograd's variable factories); ATen's
+# refuse it: a source asking for it skips the per-operator rung.
+_AUTOGRAD_NEEDS = re.compile(r"requires_grad|torch::autograd|\bVariable\b")
+# Errors a missing declaration gives (nvcc's front end and gcc), and the names they quote
 _MISSING_DECLARATION = re.compile(r"is undefined|is not a member|has no member|not declared|does not name a"
                                   r"|incomplete type|no instance of|no matching function|has not been declared")
-LIGHT_EXTENSION_H = """#pragma once
+_QUOTED = re.compile(r"[\"'\u2018]([^\"'\u2019]+)[\"'\u2019]")
+_NAMESPACED = re.compile(r"\b(?:torch|at)::(\w+)")
+# torch/types.h's own names in namespace torch (besides `using namespace at`)
+_TORCH_DTYPE_ALIASES = {
+    "kUInt8": "at::kByte", "kInt8": "at::kChar", "kInt16": "at::kShort", "kInt32": "at::kInt", "kInt64": "at::kLong",
+    "kUInt16": "at::kUInt16", "kUInt32": "at::kUInt32", "kUInt64": "at::kUInt64", "kFloat16": "at::kHalf",
+    "kFloat32": "at::kFloat", "kFloat64": "at::kDouble", "kU8": "at::kByte", "kU16": "at::kUInt16",
+    "kU32": "at::kUInt32", "kU64": "at::kUInt64", "kI8": "at::kChar", "kI16": "at::kShort", "kI32": "at::kInt",
+    "kI64": "at::kLong", "kF16": "at::kHalf", "kF32": "at::kFloat", "kF64": "at::kDouble"}
+# what a binding needs besides the tensor API: torch's pybind11 casters and wrap_pybind_function
+BINDING_INCLUDES = "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n"
+TYPES_EXTENSION_H = """#pragma once
 // stitch-mcp's stand-in for torch/extension.h in a kernel translation unit (cuda.cu), found
 // before the real one: ATen, c10 and torch's tensor API without the C++ frontend and pybind11,
 // which nvcc would otherwise parse three times. See stitch_mcp/build.py.
@@ -81,7 +98,124 @@ LIGHT_EXTENSION_H = """#pragma once
 
 def wants_full_header(cuda_sources: list[str]) -> bool:
     """Whether kernel sources use what torch/extension.h adds to torch/types.h."""
-    return any(_FULL_HEADER_NEEDS.search(s) for s in cuda_sources)
+    return any(_FRONTEND_NEEDS.search(s) or _PYTHON_NEEDS.search(s) for s in cuda_sources)
+
+
+def per_operator_header(sources: list[str], ops_dir: Path) -> str:
+    """A stand-in for torch/types.h (and torch/extension.h, ATen/ATen.h): the Tensor class with its
+    methods, and ATen's per-operator header (ATen/ops/NAME.h, what PyTorch's own build uses to keep
+    compiles small) for each `torch::NAME` / `at::NAME` the sources call, instead of the
+    declarations of all ~2,000 operators."""
+    text = "\n".join(sources)
+    names = set(_NAMESPACED.findall(text))
+    if re.search(r"using\s+namespace\s+(?:torch|at)\s*;", text):  # unqualified calls may be operators
+        names |= set(re.findall(r"\b([a-z_]\w*)\s*\(", text))
+    ops = sorted(n for n in names if (ops_dir / f"{n}.h").is_file())
+    lines = ["#pragma once", "// stitch-mcp: ATen's per-operator headers for what this kernel file calls;",
+             "// see per_operator_header in stitch_mcp/build.py", "#include <ATen/core/Tensor.h>",
+             "#include <optional>"]
+    if "AT_DISPATCH" in text:
+        lines.append("#include <ATen/Dispatch.h>")
+    if "indexing::" in text:
+        lines.append("#include <ATen/TensorIndexing.h>")
+    lines += [f"#include <ATen/ops/{n}.h>" for n in ops]
+    lines += ["namespace torch {", "using namespace at;  // NOLINT", "using std::nullopt;", "using std::optional;",
+              "using Dtype = at::ScalarType;"]
+    lines += [f"constexpr auto {k} = {v};" for k, v in _TORCH_DTYPE_ALIASES.items()]
+    lines.append("}  // namespace torch")
+    return "\n".join(lines) + "\n"
+
+
+def _header_dir(root: Path, files: dict[str, str]) -> Path:
+    """A folder of stand-in headers, named by their content (written once, atomically)."""
+    folder = root / "kernel_headers" / _sha(files)[:16]
+    for rel, text in files.items():
+        target = folder / rel
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, target)
+    return folder
+
+
+def kernel_header_rungs(root: Path, cuda_sources: list[str]) -> list[tuple[str, Path | None]]:
+    """What a kernel translation unit is compiled against, lightest first: (label, folder of
+    stand-ins found before torch's own headers; None: torch's headers). A build that misses a
+    torch declaration (`lacks_torch_declaration`) climbs to the next rung."""
+    if wants_full_header(cuda_sources):
+        return [("torch/extension.h", None)]
+    rungs: list[tuple[str, Path | None]] = []
+    if not any(_AUTOGRAD_NEEDS.search(s) for s in cuda_sources) and _aten_ops_dir().is_dir():
+        slim = per_operator_header(cuda_sources, _aten_ops_dir())
+        rungs.append(("ATen per-operator", _header_dir(root, {
+            "torch/types.h": slim, "torch/extension.h": slim, "ATen/ATen.h": slim})))
+    rungs.append(("torch/types.h", _header_dir(root, {"torch/extension.h": TYPES_EXTENSION_H})))
+    rungs.append(("torch/extension.h", None))
+    return rungs
+
+
+def binding_header_rungs(root: Path, cpp_sources: list[str]) -> list[tuple[str, Path | None]]:
+    """The same for the binding translation unit (main.cpp: the candidate's cpp_sources and the
+    PYBIND11_MODULE that load_inline adds), compiled by the host compiler: ATen's per-operator
+    headers plus torch's pybind11 type casters, else the real torch/extension.h (whose C++
+    frontend is most of its compile)."""
+    full = ("torch/extension.h", None)
+    if any(_FRONTEND_NEEDS.search(s) or _AUTOGRAD_NEEDS.search(s) for s in cpp_sources) \
+            or not _aten_ops_dir().is_dir():
+        return [full]
+    slim = per_operator_header(cpp_sources, _aten_ops_dir()) + BINDING_INCLUDES
+    return [("ATen per-operator", _header_dir(root, {"torch/extension.h": slim, "torch/types.h": slim,
+                                                      "ATen/ATen.h": slim})), full]
+
+
+def _failed_units(ninja_output: str) -> dict[str, str]:
+    """The compiler output of each failed translation unit in a ninja log ('binding': main.cpp,
+    'kernel': cuda.cu); the whole text for both when no unit can be told apart."""
+    units: dict[str, str] = {}
+    current = None
+    for line in ninja_output.splitlines():
+        if line.startswith("FAILED:"):
+            current = "kernel" if ".cuda.o" in line else "binding" if "main.o" in line else None
+            continue
+        if line.startswith(("[", "ninja: ")):
+            current = None
+        if current:
+            units[current] = units.get(current, "") + line + "\n"
+    return units or {"binding": ninja_output, "kernel": ninja_output}
+
+
+def _climb(ladders: dict[str, list], step: dict[str, int], failures: dict[str, str]) -> dict[str, str]:
+    """Move each unit that failed for lack of a torch declaration one rung up; what moved, where."""
+    moved = {}
+    for unit, text in failures.items():
+        if step[unit] + 1 < len(ladders[unit]) and lacks_torch_declaration(text):
+            step[unit] += 1
+            moved[unit] = ladders[unit][step[unit]][0]
+    return moved
+
+
+def _aten_ops_dir() -> Path:
+    from torch.utils.cpp_extension import include_paths
+
+    return Path(include_paths()[0]) / "ATen" / "ops"
+
+
+def lacks_torch_declaration(compiler_output: str) -> bool:
+    """Whether a failed kernel build misses a declaration that a fuller torch header would give:
+    an error about a name in torch, at or c10, a torch macro, or an ATen operator. A name of the
+    candidate's own (a typo) is its error to fix, and the same at every rung."""
+    ops_dir = _aten_ops_dir()
+    for line in compiler_output.splitlines():
+        if "error" not in line or not _MISSING_DECLARATION.search(line):
+            continue
+        for name in _QUOTED.findall(line):
+            name = name.strip()
+            if name in ("torch", "at", "c10") or name.startswith(("torch::", "at::", "c10::", "AT_", "C10_", "TORCH_")) \
+                    or (re.fullmatch(r"\w+", name) and (ops_dir / f"{name}.h").is_file()):
+                return True
+    return False
 
 
 class NeedsGPU(Exception):
@@ -443,38 +577,28 @@ class BuildCache:
             kwargs = dict(a)
             kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
             module = None
-            record["kernel_header"] = "torch/extension.h"
-            if with_cuda and not wants_full_header(cuda):
-                light = dict(kwargs, extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]),
-                                                        f"-I{self._light_header_dir()}"])
+            ladders = {"binding": binding_header_rungs(self.root, cpp),
+                       "kernel": kernel_header_rungs(self.root, cuda) if with_cuda else [("", None)]}
+            step = {"binding": 0, "kernel": 0}
+            while module is None:
+                (bind_label, bind_dir), (kern_label, kern_dir) = (ladders[u][step[u]] for u in ("binding", "kernel"))
+                record.update(binding_header=bind_label, kernel_header=kern_label)
                 try:
-                    module = self.orig_inline(**light)
-                    record["kernel_header"] = "torch/types.h"
+                    module = self.orig_inline(**dict(
+                        kwargs, extra_cflags=[*_as_list(a["extra_cflags"]), *([f"-I{bind_dir}"] if bind_dir else [])],
+                        extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]),
+                                           *([f"-I{kern_dir}"] if kern_dir else [])]))
                 except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                    if not _MISSING_DECLARATION.search(str(exc)):
+                    climbed = _climb(ladders, step, _failed_units(str(exc)))
+                    if not climbed:
                         raise self._build_error(a["name"], str(exc)) from None
-                    if self.emit:  # it uses something only the real header declares
-                        self.emit("building", name=str(a["name"]), key=full_key, header="torch/extension.h")
-            if module is None:
-                try:
-                    module = self.orig_inline(**kwargs)
-                except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                    raise self._build_error(a["name"], str(exc)) from None
+                    if self.emit:  # it uses something only a fuller header declares
+                        self.emit("building", name=str(a["name"]), key=full_key, headers=climbed)
             self._publish(stable, module_name, objdir)
         finally:
             _unlock(fd)
         record["seconds"] = round(time.monotonic() - t0, 3)
         return module
-
-    def _light_header_dir(self) -> Path:
-        inc = self.root / "light_headers"
-        target = inc / "torch" / "extension.h"
-        if not target.exists() or target.read_text() != LIGHT_EXTENSION_H:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(LIGHT_EXTENSION_H)
-            os.replace(tmp, target)
-        return inc
 
     def _register_generated(self, directory: Path, cpp: list[str], cuda: list[str], functions, a) -> None:
         implicit = not a.get("no_implicit_headers")
@@ -543,21 +667,28 @@ class BuildCache:
              "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
              *(a.get("extra_cuda_cflags") or [])],
         ]
-        light = not wants_full_header(cuda)
-        if light:
-            cmds[1].append(f"-I{self._light_header_dir()}")
+        ladders = {"binding": binding_header_rungs(self.root, cpp), "kernel": kernel_header_rungs(self.root, cuda)}
+        step = {"binding": 0, "kernel": 0}
+        units = ("binding", "kernel")
 
-        def compile_all(commands: list[list[str]]) -> tuple[list[int], list[str]]:
-            procs = [subprocess.Popen(c, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                     for c in commands]
-            outs = [p.communicate()[0] for p in procs]
-            return [p.returncode for p in procs], outs
+        def compile_units(which: list[int]) -> None:
+            procs = {}
+            for i in which:
+                folder = ladders[units[i]][step[units[i]]][1]
+                procs[i] = subprocess.Popen(cmds[i] + ([f"-I{folder}"] if folder else []), cwd=directory,
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for i, proc in procs.items():
+                outs[i], codes[i] = proc.communicate()[0], proc.returncode
 
-        codes, outs = compile_all(cmds)
-        if light and codes[1] != 0 and _MISSING_DECLARATION.search(outs[1]):
-            light = False
-            (codes[1],), (outs[1],) = compile_all([cmds[1][:-1]])
-        self.extensions[-1]["kernel_header"] = "torch/types.h" if light else "torch/extension.h"
+        codes, outs = [0, 0], ["", ""]
+        compile_units([0, 1])
+        while any(codes):
+            moved = _climb(ladders, step, {units[i]: outs[i] for i in (0, 1) if codes[i]})
+            if not moved:
+                break
+            compile_units([units.index(u) for u in moved])
+        self.extensions[-1].update(binding_header=ladders["binding"][step["binding"]][0],
+                                   kernel_header=ladders["kernel"][step["kernel"]][0])
         text, failed = "".join(outs), any(codes)
         self.log += text
         diags = parse_diagnostics(text, self.smap)

@@ -32,8 +32,8 @@ class Settings(BaseSettings):
     atol_half: float = Field(1e-2, gt=0, description="absolute tolerance for float16/bfloat16 outputs")
     rtol_half: float = Field(1e-2, gt=0, description="relative tolerance for float16/bfloat16 outputs")
     timing_iters: int = Field(100, ge=5, le=10_000, description="most timed calls per measurement")
-    spare_workers: int = Field(2, ge=0, le=16, description="worker processes kept started ahead of need (Python "
-                               "and torch imported, 4-6 s on a GPU machine); 0: start each when needed")
+    spare_workers: int = Field(2, ge=0, le=16, description="worker processes kept started ahead of need, per GPU "
+                               "in use (Python and torch imported, 4-6 s on a GPU machine); 0: start each when needed")
     max_source_bytes: int = Field(1_000_000, gt=0, description="largest reference or candidate accepted")
     ncu_clock_control: Literal["none", "base"] = Field("none", description="ncu --clock-control")
     compare_compile: bool = Field(True, description="also time the reference under torch.compile")

@@ -59,8 +59,10 @@ class ExtensionBuild(BaseModel):
     cached: bool = False
     seconds: float = 0.0
     with_cuda: bool = False
-    kernel_header: str = Field("", description="what `#include <torch/extension.h>` in the CUDA sources was "
-                                               "compiled as: torch/types.h (faster) or the real header")
+    kernel_header: str = Field("", description="what torch/extension.h in the CUDA sources was compiled as: "
+                                               "'ATen per-operator' (fastest), 'torch/types.h' or the real header")
+    binding_header: str = Field("", description="the same for the binding file (cpp_sources and the pybind11 "
+                                                "module): 'ATen per-operator' or torch/extension.h")
 
 
 class BuildReport(BaseModel):

@@ -9,7 +9,7 @@ other signal, an illegal memory access, GPU or host out-of-memory, a hang, `os._
 flood, a CPU-time limit.
 
 Spare workers: starting Python and importing torch takes 4-6 s on a GPU machine, twice per check
-(build and run stage). So the parent keeps `settings.spare_workers` workers started ahead of need,
+(build and run stage). So the parent keeps `settings.spare_workers` workers per GPU started ahead of need,
 each with torch imported and nothing else done: no device chosen, no limits applied, no candidate
 seen. `run_worker` hands one its stage (spec, working directory, whole environment) over stdin and
 starts the next spare. Each process still runs exactly one stage and exits. A spare's command line
@@ -294,21 +294,34 @@ _spares: list[_Started] = []
 _spares_lock = threading.Lock()
 
 
-def _spare_count() -> int:
+def _gpu_count() -> int:
+    """GPUs this host has for us (device files; settings.gpus narrows them), without NVML. A
+    container's device files keep the host's numbers, so only their count is used."""
+    found = len(list(Path("/dev").glob("nvidia[0-9]*")))
     try:
         from stitch_mcp.config import get_settings
 
-        return get_settings().spare_workers
+        wanted = len({x.strip() for x in get_settings().gpus.split(",") if x.strip()})
+    except Exception:
+        wanted = 0
+    return min(found, wanted) if wanted else found
+
+
+def _spare_count() -> int:
+    """Spares to keep: `spare_workers` per GPU (each GPU's checks start a worker every second or
+    two, faster than one import of torch), at most one without a GPU."""
+    try:
+        from stitch_mcp.config import get_settings
+
+        per_device = get_settings().spare_workers
     except Exception:  # a bad setting must not stop checks; the CLI reports it
         return 0
-
-
-def _gpu_host() -> bool:
-    return any(Path("/dev").glob("nvidia[0-9]*"))
+    gpus = _gpu_count()
+    return per_device * gpus if gpus else min(1, per_device)
 
 
 def _top_up() -> None:
-    want = _spare_count() if _gpu_host() else min(1, _spare_count())
+    want = _spare_count()
     with _spares_lock:
         while len(_spares) < want:
             _spares.append(_start())
@@ -326,7 +339,7 @@ def _take_worker() -> tuple[_Started, bool]:
                 taken = w
             else:
                 w.discard()
-    if _gpu_host():
+    if _gpu_count():
         _top_up()
     return (taken, True) if taken else (_start(), False)
 
@@ -579,8 +592,9 @@ def _wait_for_order() -> Path | None:
     if not line:
         return None
     _set_name(WORKING_NAME)
+    # CUDA reads CUDA_VISIBLE_DEVICES once, when it starts (tests/test_worker.py checks on a GPU)
     torch_mod = sys.modules.get("torch")
-    if torch_mod is not None and torch_mod.cuda.is_initialized():  # before CUDA_VISIBLE_DEVICES: any GPU
+    if torch_mod is not None and torch_mod.cuda.is_initialized():
         raise RuntimeError("the spare worker initialised CUDA before its device was chosen")
     order = json.loads(line)
     devnull = os.open(os.devnull, os.O_RDONLY)  # the candidate reads nothing of ours
@@ -663,6 +677,10 @@ def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
             blocks.append(bytearray(256 * 1024 * 1024))
     if action == "raise":
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    if action == "cuda_devices":  # which GPUs a stage sees: for the spare-worker GPU test
+        import torch
+
+        return {"uuids": [str(torch.cuda.get_device_properties(i).uuid) for i in range(torch.cuda.device_count())]}
     if action == "whoami":  # what a stage starts with: for the spare-worker tests
         return {"cwd": os.getcwd(), "path0": sys.path[0], "stdin": sys.stdin.read(),
                 "probe": os.environ.get("STITCH_PROBE"), "torch_imported": "torch" in sys.modules}

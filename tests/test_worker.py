@@ -74,3 +74,21 @@ def test_no_spares_when_set_to_zero_and_none_left_after_drop(tmp_path):
     assert idle_spares()
     worker.drop_spares()
     assert not idle_spares(expect=False)
+
+
+@pytest.mark.gpu
+def test_a_spare_sees_only_the_gpu_its_order_names(tmp_path, one_spare):
+    """A spare imports torch before its device is chosen; the CUDA driver must not have started,
+    or CUDA_VISIBLE_DEVICES in its order would be ignored and two checks could share a GPU."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    uuids = [pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
+    selftest(tmp_path, "ok", "warm")  # leaves a spare for the next
+    for index, uuid in enumerate(uuids[:2]):
+        r = selftest(tmp_path, "cuda_devices", f"gpu{index}",
+                     env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(index)})
+        assert r.ok and r.spare, r.message
+        assert [u.removeprefix("GPU-") for u in r.result["uuids"]] == [str(uuid).removeprefix("GPU-")]
+    r = selftest(tmp_path, "cuda_devices", "none", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert r.ok and r.spare and r.result["uuids"] == []

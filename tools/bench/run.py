@@ -446,6 +446,12 @@ def render(parts: dict, gpu: bool) -> str:
         for row in sorted(first["rows"], key=lambda x: (x["problem"], x["candidate"])):
             L.append(f"| {row['problem']} | {row['candidate']} | {row['verdict']} | {row['speedup_vs_eager'] or '-'} | "
                      f"{row['reason'].replace('|', '/')[:120]} |")
+        later = [(p["label"], row) for p in list(b["passes"].values())[1:] for row in p["rows"] if row["verdict"] != "pass"]
+        if later:
+            L += ["", "Did not pass in a later pass:", "", "| pass | problem | candidate | verdict | first reason |",
+                  "|---|---|---|---|---|"]
+            L += [f"| {label} | {row['problem']} | {row['candidate']} | {row['verdict']} | "
+                  f"{row['reason'].replace('|', '/')[:160]} |" for label, row in later]
         L.append("")
     if not gpu:
         L += ["## Notes", "", "- CPU run: timings are host `perf_counter` on a shared machine (see the load average "

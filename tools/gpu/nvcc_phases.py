@@ -1,6 +1,7 @@
 """Where a candidate's kernel file spends its nvcc time: compile its `cuda.cu` the way load_inline
-generates it, with `#include <torch/extension.h>` as the real header and as stitch-mcp's
-torch/types.h stand-in, and print nvcc's per-phase times (`nvcc --time`). Not a test.
+generates it, against each rung of stitch-mcp's kernel headers (ATen per-operator headers,
+torch/types.h, the real torch/extension.h), and print nvcc's per-phase times (`nvcc --time`).
+Not a test.
 
     python tools/gpu/nvcc_phases.py .gpu/check/matmul_cand.py [--arch 90]
 """
@@ -46,20 +47,19 @@ def main() -> int:
     args = ap.parse_args()
     import torch.utils.cpp_extension as ce
 
-    from stitch_mcp.build import LIGHT_EXTENSION_H
+    from stitch_mcp.build import kernel_header_rungs
 
     work = Path(tempfile.mkdtemp(prefix="nvcc-phases-"))
-    (work / "light" / "torch").mkdir(parents=True)
-    (work / "light" / "torch" / "extension.h").write_text(LIGHT_EXTENSION_H)
+    sources = cuda_sources(args.candidate)
     cu = work / "cuda.cu"
-    cu.write_text("\n".join(["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>",
-                             *cuda_sources(args.candidate)]))
+    cu.write_text("\n".join(["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>", *sources]))
     incs = [f for p in [*ce.include_paths(), sysconfig.get_paths()["include"]]
             for f in ("-isystem", p)]
     base = ["nvcc", "-c", str(cu), "-std=c++17", f"-gencode=arch=compute_{args.arch},code=sm_{args.arch}",
             "--compiler-options", "-fPIC", "-DTORCH_EXTENSION_NAME=x", "-DTORCH_API_INCLUDE_EXTENSION_H",
             *ce.COMMON_NVCC_FLAGS, *incs]
-    for i, (label, extra) in enumerate((("torch/extension.h", []), ("torch/types.h stand-in", [f"-I{work / 'light'}"]))):
+    for i, (label, folder) in enumerate(reversed(kernel_header_rungs(work, sources))):
+        extra = [f"-I{folder}"] if folder else []
         times = work / f"times-{i}.csv"
         t0 = time.monotonic()
         proc = subprocess.run([*base, *extra, "-o", str(work / "out.o"), "--time", str(times)],

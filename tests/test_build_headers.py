@@ -1,0 +1,95 @@
+"""What a kernel translation unit is compiled against (stitch_mcp.build's header rungs), and when
+a failed build climbs to a fuller header. The compiles themselves are in test_check.py."""
+from pathlib import Path
+
+import pytest
+
+from stitch_mcp.build import (
+    _failed_units,
+    binding_header_rungs,
+    kernel_header_rungs,
+    lacks_torch_declaration,
+    per_operator_header,
+)
+
+torch = pytest.importorskip("torch")
+from torch.utils.cpp_extension import include_paths  # noqa: E402
+
+OPS = Path(include_paths()[0]) / "ATen" / "ops"
+
+KERNEL = r"""
+#include <torch/extension.h>
+torch::Tensor f(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    auto z = at::zeros({4}, x.options().dtype(torch::kFloat32));
+    return y;
+}
+"""
+
+
+def test_per_operator_header_declares_the_operators_the_source_calls():
+    text = per_operator_header([KERNEL], OPS)
+    assert "#include <ATen/core/Tensor.h>" in text
+    assert "#include <ATen/ops/empty_like.h>" in text and "#include <ATen/ops/zeros.h>" in text
+    assert "ATen/ops/Tensor.h" not in text and "ATen/Dispatch.h" not in text
+    assert "constexpr auto kFloat32 = at::kFloat;" in text and "using namespace at;" in text
+    assert len([line for line in text.splitlines() if line.startswith("#include <ATen/ops/")]) == 2
+
+
+def test_dispatch_macros_and_unqualified_operators_are_declared():
+    src = "using namespace torch;\nTensor g(Tensor x) { AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), \"g\", [&]{});" \
+          " return relu(x); }"
+    text = per_operator_header([src], OPS)
+    assert "#include <ATen/Dispatch.h>" in text and "#include <ATen/ops/relu.h>" in text
+
+
+def test_rungs_lightest_first(tmp_path):
+    rungs = kernel_header_rungs(tmp_path, [KERNEL])
+    assert [label for label, _ in rungs] == ["ATen per-operator", "torch/types.h", "torch/extension.h"]
+    slim, types, full = (folder for _, folder in rungs)
+    assert (slim / "torch" / "extension.h").read_text() == (slim / "torch" / "types.h").read_text()
+    assert (slim / "ATen" / "ATen.h").is_file()
+    assert (types / "torch" / "extension.h").read_text().count("#include <torch/types.h>") == 1
+    assert full is None
+    assert kernel_header_rungs(tmp_path, [KERNEL])[0][1] == slim  # named by content: written once
+
+
+def test_sources_needing_more_start_higher(tmp_path):
+    assert [r[0] for r in kernel_header_rungs(tmp_path, ["#include <torch/torch.h>\n"])] == ["torch/extension.h"]
+    assert [r[0] for r in kernel_header_rungs(tmp_path, ["namespace py = pybind11;"])] == ["torch/extension.h"]
+    grad = "auto y = torch::zeros({3}, torch::TensorOptions().requires_grad(true));"
+    assert [r[0] for r in kernel_header_rungs(tmp_path, [grad])] == ["torch/types.h", "torch/extension.h"]
+
+
+@pytest.mark.parametrize("output, climbs", [
+    ('cuda.cu(9): error: identifier "zero_value" is undefined', False),  # the candidate's own name
+    ('cuda.cu(5): error: namespace "torch" has no member "get_num_threads"', True),
+    ('cuda.cu(7): error: identifier "AT_DISPATCH_FLOATING_TYPES" is undefined', True),
+    ('cuda.cu(7): error: identifier "empty_strided" is undefined', True),  # an ATen operator
+    ("cuda.cu:4:20: error: \u2018cat\u2019 is not a member of \u2018torch\u2019", True),  # gcc's quotes
+    ('cuda.cu(3): error: expected a ";"', False),
+])
+def test_only_a_missing_torch_declaration_climbs(output, climbs):
+    assert lacks_torch_declaration(output) is climbs
+
+
+def test_binding_rungs(tmp_path):
+    decl = "torch::Tensor relu_forward(torch::Tensor x);"
+    (label, folder), full = binding_header_rungs(tmp_path, [decl])
+    assert label == "ATen per-operator" and full == ("torch/extension.h", None)
+    text = (folder / "torch" / "extension.h").read_text()
+    assert "torch/csrc/utils/pybind.h" in text and "torch/csrc/Exceptions.h" in text  # casters, wrap_pybind_function
+    frontend = "#include <torch/extension.h>\ntorch::nn::Linear make();"
+    assert binding_header_rungs(tmp_path, [frontend]) == [full]
+
+
+def test_ninja_failures_are_told_apart_by_unit():
+    log = ("[1/3] c++ -c main.cpp -o main.o\nFAILED: [code=1] main.o\nc++ -c main.cpp\n"
+           "main.cpp:2:8: error: 'foo' is not a member of 'torch'\n"
+           "[2/3] nvcc -c cuda.cu\nFAILED: [code=2] cuda.cuda.o\nnvcc -c cuda.cu\n"
+           "cuda.cu(9): error: identifier \"zero_value\" is undefined\nninja: build stopped: subcommand failed.\n")
+    units = _failed_units(log)
+    assert "foo" in units["binding"] and "zero_value" not in units["binding"]
+    assert "zero_value" in units["kernel"] and "foo" not in units["kernel"]
+    assert _failed_units("undefined reference to `bar'") == {"binding": "undefined reference to `bar'",
+                                                             "kernel": "undefined reference to `bar'"}
