@@ -12,7 +12,9 @@ Spare workers: starting Python and importing torch takes 4-6 s on a GPU machine,
 (build and run stage). So the parent keeps `settings.spare_workers` workers per GPU started ahead of need,
 each with torch imported and nothing else done: no device chosen, no limits applied, no candidate
 seen. `run_worker` hands one its stage (spec, working directory, whole environment) over stdin and
-starts the next spare. Each process still runs exactly one stage and exits. A spare's command line
+starts the next spare. Each process still runs exactly one stage and exits. A spare in which
+something had started the CUDA driver (which reads CUDA_VISIBLE_DEVICES once) re-executes itself
+as a fresh worker rather than run on a GPU its order did not name. A spare's command line
 ends in `--spare`; once given its stage it names itself `stitch-worker` (/proc/PID/comm).
 
 Child side (`main`): apply resource limits (open files, processes, CPU time, core dumps, file size;
@@ -238,6 +240,9 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("CUDA_MODULE_LOADING", "LAZY")
+    # torch.cuda.is_available() through NVML: asking the CUDA runtime starts the driver, which then
+    # ignores a CUDA_VISIBLE_DEVICES set later (a spare worker learns its GPU after importing torch)
+    env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     env.update(extra or {})
     return env
 
@@ -411,6 +416,8 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
                         continue
                     if ev.get("event") == "result":
                         res.result = ev.get("data") or {}
+                    elif ev.get("event") == "spare_restarted":
+                        res.spare = False
                     else:
                         res.events.append(ev)
                         if ev.get("event") == "stage":
@@ -578,6 +585,19 @@ def _set_name(name: bytes) -> None:
         pass
 
 
+def _cuda_driver_started() -> bool:
+    """Whether cuInit has run in this process: before it, cuDeviceGetCount answers
+    CUDA_ERROR_NOT_INITIALIZED (3). A driver library not even loaded has not started."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False
+    count = ctypes.c_int()
+    return lib.cuDeviceGetCount(ctypes.byref(count)) != 3
+
+
 def _wait_for_order() -> Path | None:
     """Import what every stage needs, then wait for the parent's order: the spec's path, the
     working directory and the whole environment. None: the parent went away first."""
@@ -592,17 +612,21 @@ def _wait_for_order() -> Path | None:
     if not line:
         return None
     _set_name(WORKING_NAME)
-    # CUDA reads CUDA_VISIBLE_DEVICES once, when it starts (tests/test_worker.py checks on a GPU)
-    torch_mod = sys.modules.get("torch")
-    if torch_mod is not None and torch_mod.cuda.is_initialized():
-        raise RuntimeError("the spare worker initialised CUDA before its device was chosen")
     order = json.loads(line)
     devnull = os.open(os.devnull, os.O_RDONLY)  # the candidate reads nothing of ours
     os.dup2(devnull, 0)
     os.close(devnull)
+    pinned_before = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ.clear()
     os.environ.update(order["env"])
     os.chdir(order["cwd"])
+    if _cuda_driver_started() and os.environ.get("CUDA_VISIBLE_DEVICES") != pinned_before:
+        # The driver read CUDA_VISIBLE_DEVICES when it started, before this order: it would run on
+        # whichever GPU it saw first. Become a fresh worker instead (same process and pipes).
+        emit("spare_restarted", why="the CUDA driver started before the device was chosen")
+        fd = int(os.environ["STITCH_EVENT_FD"])
+        os.set_inheritable(fd, True)
+        os.execve(sys.executable, [sys.executable, "-m", "stitch_mcp.worker", order["spec"]], dict(os.environ))
     if sys.path and sys.path[0] == str(PACKAGE_ROOT):  # `-m` put the start directory first: now it is this
         sys.path[0] = order["cwd"]
     return Path(order["spec"])
