@@ -111,7 +111,7 @@ def per_operator_header(sources: list[str], ops_dir: Path) -> str:
     if re.search(r"using\s+namespace\s+(?:torch|at)\s*;", text):  # unqualified calls may be operators
         names |= set(re.findall(r"\b([a-z_]\w*)\s*\(", text))
     ops = sorted(n for n in names if (ops_dir / f"{n}.h").is_file())
-    lines = ["#pragma once", "// stitch-mcp: ATen's per-operator headers for what this kernel file calls;",
+    lines = ["#pragma once", "// stitch-mcp: ATen's per-operator headers for what this file calls;",
              "// see per_operator_header in stitch_mcp/build.py", "#include <ATen/core/Tensor.h>",
              "#include <optional>"]
     if "AT_DISPATCH" in text:
@@ -203,7 +203,7 @@ def _aten_ops_dir() -> Path:
 
 
 def lacks_torch_declaration(compiler_output: str) -> bool:
-    """Whether a failed kernel build misses a declaration that a fuller torch header would give:
+    """Whether a failed build misses a declaration that a fuller torch header would give:
     an error about a name in torch, at or c10, a torch macro, or an ATen operator. A name of the
     candidate's own (a typo) is its error to fix, and the same at every rung."""
     ops_dir = _aten_ops_dir()

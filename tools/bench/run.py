@@ -305,8 +305,18 @@ def _eval_pass(ctx, label: str, cache: Path, gpus: str | None, jobs: int) -> dic
                     STITCH_ALLOWED_ROOTS=os.pathsep.join([str(ROOT), str(ctx["work"]), str(GPU_DIR)]))
     if gpus is not None:
         env["STITCH_GPUS"] = gpus
+    cands = ctx["problems"]["batch_candidates"]
+    if label != "cold" and ctx["batch_repeat"] > 1:  # built already: each candidate N times, for a longer run
+        many = data / "candidates"
+        for entry in cands.iterdir():  # NAME/*.py or NAME.py -> NAME/r<k>_*.py
+            files = sorted(entry.glob("*.py")) if entry.is_dir() else [entry] if entry.suffix == ".py" else []
+            for f in files:
+                (many / (entry.name if entry.is_dir() else entry.stem)).mkdir(parents=True, exist_ok=True)
+                for k in range(ctx["batch_repeat"]):
+                    shutil.copy(f, many / (entry.name if entry.is_dir() else entry.stem) / f"r{k}_{f.name}")
+        cands = many
     cmd = [sys.executable, "-m", "stitch_mcp", "eval", str(ctx["problems"]["batch"]),
-           str(ctx["problems"]["batch_candidates"]), "--out", str(rows_path), "--jobs", str(jobs)]
+           str(cands), "--out", str(rows_path), "--jobs", str(jobs)]
     log(f"batch pass {label}: {' '.join(cmd[3:])} (STITCH_GPUS={gpus!r}, jobs {jobs})")
     t0 = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
@@ -471,6 +481,8 @@ def main() -> int:
     ap.add_argument("--batch-passes", default=None, help="CPU default cold,warm; GPU default cold,one,all")
     ap.add_argument("--work", default=None, help="folder for part results and caches (kept between commands)")
     ap.add_argument("--resume", action="store_true", help="keep part results already in --work")
+    ap.add_argument("--batch-repeat", type=int, default=1,
+                    help="check each batch candidate N times in the passes after cold (a longer steady run)")
     ap.add_argument("--name", default=None, help="report file name without extension (default cpu|gpu-DATE)")
     args = ap.parse_args()
     if args.prepare:
@@ -486,7 +498,7 @@ def main() -> int:
     os.environ["STITCH_CACHE_DIR"] = str(work / "cache")
     os.environ["STITCH_ALLOWED_ROOTS"] = os.pathsep.join([str(ROOT), str(work), tempfile.gettempdir()])
     parts = {p.stem: json.loads(p.read_text()) for p in (work / "parts").glob("*.json")}
-    ctx = {"gpu": args.gpu, "work": work, "parts": parts, "resume": args.resume,
+    ctx = {"gpu": args.gpu, "work": work, "parts": parts, "resume": args.resume, "batch_repeat": args.batch_repeat,
            "problems": gpu_problems() if args.gpu else cpu_problems(work)}
     passes = (args.batch_passes or ("cold,one,all" if args.gpu else "cold,warm")).split(",")
     runners = {"machine": part_machine, "handshake": part_handshake, "check": part_check, "repeat": part_repeat,
