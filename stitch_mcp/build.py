@@ -126,18 +126,26 @@ def per_operator_header(sources: list[str], ops_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write_atomically(path: Path, text: str) -> None:
+    """Readers (other workers building at the same time) see the whole file or none of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def _header_dir(root: Path, files: dict[str, str]) -> Path:
-    """A folder of stand-in headers, named by their content (written once, atomically)."""
+    """A folder of stand-in headers, named by their content (written once)."""
     folder = root / "kernel_headers" / _sha(files)[:16]
     for rel, text in files.items():
-        target = folder / rel
-        if target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, target)
+        if not (folder / rel).exists():
+            _write_atomically(folder / rel, text)
     return folder
+
+
+def _per_operator_dir(root: Path, header: str) -> Path:
+    """`header` standing in for torch/extension.h, torch/types.h and ATen/ATen.h."""
+    return _header_dir(root, dict.fromkeys(("torch/extension.h", "torch/types.h", "ATen/ATen.h"), header))
 
 
 def kernel_header_rungs(root: Path, cuda_sources: list[str]) -> list[tuple[str, Path | None]]:
@@ -147,10 +155,9 @@ def kernel_header_rungs(root: Path, cuda_sources: list[str]) -> list[tuple[str, 
     if wants_full_header(cuda_sources):
         return [("torch/extension.h", None)]
     rungs: list[tuple[str, Path | None]] = []
-    if not any(_AUTOGRAD_NEEDS.search(s) for s in cuda_sources) and _aten_ops_dir().is_dir():
-        slim = per_operator_header(cuda_sources, _aten_ops_dir())
-        rungs.append(("ATen per-operator", _header_dir(root, {
-            "torch/types.h": slim, "torch/extension.h": slim, "ATen/ATen.h": slim})))
+    ops_dir = _aten_ops_dir()
+    if not any(_AUTOGRAD_NEEDS.search(s) for s in cuda_sources) and ops_dir.is_dir():
+        rungs.append(("ATen per-operator", _per_operator_dir(root, per_operator_header(cuda_sources, ops_dir))))
     rungs.append(("torch/types.h", _header_dir(root, {"torch/extension.h": TYPES_EXTENSION_H})))
     rungs.append(("torch/extension.h", None))
     return rungs
@@ -162,12 +169,11 @@ def binding_header_rungs(root: Path, cpp_sources: list[str]) -> list[tuple[str, 
     headers plus torch's pybind11 type casters, else the real torch/extension.h (whose C++
     frontend is most of its compile)."""
     full = ("torch/extension.h", None)
-    if any(_FRONTEND_NEEDS.search(s) or _AUTOGRAD_NEEDS.search(s) for s in cpp_sources) \
-            or not _aten_ops_dir().is_dir():
+    ops_dir = _aten_ops_dir()
+    if any(_FRONTEND_NEEDS.search(s) or _AUTOGRAD_NEEDS.search(s) for s in cpp_sources) or not ops_dir.is_dir():
         return [full]
-    slim = per_operator_header(cpp_sources, _aten_ops_dir()) + BINDING_INCLUDES
-    return [("ATen per-operator", _header_dir(root, {"torch/extension.h": slim, "torch/types.h": slim,
-                                                      "ATen/ATen.h": slim})), full]
+    return [("ATen per-operator", _per_operator_dir(root, per_operator_header(cpp_sources, ops_dir) + BINDING_INCLUDES)),
+            full]
 
 
 def _failed_units(ninja_output: str) -> dict[str, str]:
@@ -186,14 +192,31 @@ def _failed_units(ninja_output: str) -> dict[str, str]:
     return units or {"binding": ninja_output, "kernel": ninja_output}
 
 
-def _climb(ladders: dict[str, list], step: dict[str, int], failures: dict[str, str]) -> dict[str, str]:
-    """Move each unit that failed for lack of a torch declaration one rung up; what moved, where."""
-    moved = {}
-    for unit, text in failures.items():
-        if step[unit] + 1 < len(ladders[unit]) and lacks_torch_declaration(text):
-            step[unit] += 1
-            moved[unit] = ladders[unit][step[unit]][0]
-    return moved
+class HeaderRungs:
+    """Where each translation unit of one extension stands on its ladder of headers: 'binding'
+    (main.cpp, host compiler) and 'kernel' (cuda.cu, nvcc; none without CUDA sources)."""
+
+    def __init__(self, root: Path, cpp: list[str], cuda: list[str], with_cuda: bool = True):
+        self.ladders = {"binding": binding_header_rungs(root, cpp),
+                        "kernel": kernel_header_rungs(root, cuda) if with_cuda else [("", None)]}
+        self.step = dict.fromkeys(self.ladders, 0)
+
+    def include_flags(self, unit: str) -> list[str]:
+        folder = self.ladders[unit][self.step[unit]][1]
+        return [f"-I{folder}"] if folder else []
+
+    def labels(self) -> dict[str, str]:
+        """The record's fields: what each unit is (being) compiled against."""
+        return {f"{u}_header": rungs[self.step[u]][0] for u, rungs in self.ladders.items()}
+
+    def climb(self, failures: dict[str, str]) -> dict[str, str]:
+        """Move each unit that failed for lack of a torch declaration one rung up; what moved, where."""
+        moved = {}
+        for unit, text in failures.items():
+            if self.step[unit] + 1 < len(self.ladders[unit]) and lacks_torch_declaration(text):
+                self.step[unit] += 1
+                moved[unit] = self.ladders[unit][self.step[unit]][0]
+        return moved
 
 
 def _aten_ops_dir() -> Path:
@@ -261,11 +284,7 @@ def cached_manifest(build_root: Path, candidate_source: str) -> dict | None:
 
 
 def write_manifest(build_root: Path, candidate_source: str, data: dict) -> None:
-    path = manifest_path(build_root, candidate_source)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    _write_atomically(manifest_path(build_root, candidate_source), json.dumps(data))
 
 
 # ------------------------------------------------------------------ diagnostics
@@ -577,19 +596,15 @@ class BuildCache:
             kwargs = dict(a)
             kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
             module = None
-            ladders = {"binding": binding_header_rungs(self.root, cpp),
-                       "kernel": kernel_header_rungs(self.root, cuda) if with_cuda else [("", None)]}
-            step = {"binding": 0, "kernel": 0}
+            rungs = HeaderRungs(self.root, cpp, cuda, with_cuda)
             while module is None:
-                (bind_label, bind_dir), (kern_label, kern_dir) = (ladders[u][step[u]] for u in ("binding", "kernel"))
-                record.update(binding_header=bind_label, kernel_header=kern_label)
+                record.update(rungs.labels())
                 try:
                     module = self.orig_inline(**dict(
-                        kwargs, extra_cflags=[*_as_list(a["extra_cflags"]), *([f"-I{bind_dir}"] if bind_dir else [])],
-                        extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]),
-                                           *([f"-I{kern_dir}"] if kern_dir else [])]))
+                        kwargs, extra_cflags=[*_as_list(a["extra_cflags"]), *rungs.include_flags("binding")],
+                        extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]), *rungs.include_flags("kernel")]))
                 except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                    climbed = _climb(ladders, step, _failed_units(str(exc)))
+                    climbed = rungs.climb(_failed_units(str(exc)))
                     if not climbed:
                         raise self._build_error(a["name"], str(exc)) from None
                     if self.emit:  # it uses something only a fuller header declares
@@ -660,36 +675,30 @@ class BuildCache:
         inc_flags = [f for p in incs for f in ("-isystem", p)]
         defs = [f"-DTORCH_EXTENSION_NAME={module_name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
         arch = cuda_arch().split(";")[0].replace(".", "").replace("sm_", "")
-        cmds = [
-            [os.environ.get("CXX", "c++"), "-c", "main.cpp", "-o", "main.o", "-fPIC", "-std=c++17", *defs,
-             *inc_flags, *(a.get("extra_cflags") or [])],
-            ["nvcc", "-c", "cuda.cu", "-o", "cuda.cuda.o", "-std=c++17", f"-arch=sm_{arch}",
-             "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
-             *(a.get("extra_cuda_cflags") or [])],
-        ]
-        ladders = {"binding": binding_header_rungs(self.root, cpp), "kernel": kernel_header_rungs(self.root, cuda)}
-        step = {"binding": 0, "kernel": 0}
-        units = ("binding", "kernel")
+        cmds = {
+            "binding": [os.environ.get("CXX", "c++"), "-c", "main.cpp", "-o", "main.o", "-fPIC", "-std=c++17", *defs,
+                        *inc_flags, *(a.get("extra_cflags") or [])],
+            "kernel": ["nvcc", "-c", "cuda.cu", "-o", "cuda.cuda.o", "-std=c++17", f"-arch=sm_{arch}",
+                       "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
+                       *(a.get("extra_cuda_cflags") or [])],
+        }
+        rungs = HeaderRungs(self.root, cpp, cuda)
+        codes, outs = {}, {}
 
-        def compile_units(which: list[int]) -> None:
-            procs = {}
-            for i in which:
-                folder = ladders[units[i]][step[units[i]]][1]
-                procs[i] = subprocess.Popen(cmds[i] + ([f"-I{folder}"] if folder else []), cwd=directory,
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for i, proc in procs.items():
-                outs[i], codes[i] = proc.communicate()[0], proc.returncode
+        def compile_units(units) -> None:
+            procs = {u: subprocess.Popen(cmds[u] + rungs.include_flags(u), cwd=directory, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True) for u in units}
+            for u, proc in procs.items():
+                outs[u], codes[u] = proc.communicate()[0], proc.returncode
 
-        codes, outs = [0, 0], ["", ""]
-        compile_units([0, 1])
-        while any(codes):
-            moved = _climb(ladders, step, {units[i]: outs[i] for i in (0, 1) if codes[i]})
+        compile_units(cmds)
+        while any(codes.values()):
+            moved = rungs.climb({u: outs[u] for u in cmds if codes[u]})
             if not moved:
                 break
-            compile_units([units.index(u) for u in moved])
-        self.extensions[-1].update(binding_header=ladders["binding"][step["binding"]][0],
-                                   kernel_header=ladders["kernel"][step["kernel"]][0])
-        text, failed = "".join(outs), any(codes)
+            compile_units(moved)
+        self.extensions[-1].update(rungs.labels())
+        text, failed = "".join(outs.values()), any(codes.values())
         self.log += text
         diags = parse_diagnostics(text, self.smap)
         self.diagnostics.extend(diags)

@@ -60,6 +60,11 @@ class Settings(BaseSettings):
     def artifacts_dir(self) -> Path:
         return self.data_dir / "artifacts"
 
+    @property
+    def gpu_indices(self) -> set[int]:
+        """The device indices `gpus` names; empty: all visible."""
+        return {int(x) for x in self.gpus.split(",") if x.strip()}
+
     def roots(self) -> list[Path]:
         if self.allowed_roots:
             return [Path(p).expanduser().resolve() for p in self.allowed_roots.split(os.pathsep) if p]

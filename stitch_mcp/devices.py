@@ -73,7 +73,7 @@ def discover() -> list[Gpu]:
         pynvml.nvmlInit()
     except Exception:
         return []
-    wanted = {int(x) for x in get_settings().gpus.split(",") if x.strip()} or None
+    wanted = get_settings().gpu_indices or None
     gpus = []
     for i in range(pynvml.nvmlDeviceGetCount()):
         if wanted is not None and i not in wanted:

@@ -306,7 +306,7 @@ def _gpu_count() -> int:
     try:
         from stitch_mcp.config import get_settings
 
-        wanted = len({x.strip() for x in get_settings().gpus.split(",") if x.strip()})
+        wanted = len(get_settings().gpu_indices)
     except Exception:
         wanted = 0
     return min(found, wanted) if wanted else found
