@@ -597,8 +597,14 @@ class BuildCache:
             kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
             module = None
             rungs = HeaderRungs(self.root, cpp, cuda, with_cuda)
+            # cpp_extension names a rebuild with other flags `<name>_v1` (a module of the first
+            # name may be imported already); a failed build imported nothing, and the published
+            # .so must define PyInit_<module_name>: each rung builds under the same name
+            versions = getattr(torch.utils.cpp_extension, "JIT_EXTENSION_VERSIONER", None)
             while module is None:
                 record.update(rungs.labels())
+                if versions is not None:
+                    versions.entries.pop(module_name, None)
                 try:
                     module = self.orig_inline(**dict(
                         kwargs, extra_cflags=[*_as_list(a["extra_cflags"]), *rungs.include_flags("binding")],

@@ -185,6 +185,19 @@ def test_cuda_candidate_compiles_and_needs_gpu():
     assert r2.error_kind == "needs_gpu" and r2.build.cached
 
 
+def test_binding_needing_more_than_per_operator_headers_is_rebuilt_with_the_real_header():
+    """A C++ candidate calling at::parallel_for: the first build misses the declaration, the
+    binding file climbs to torch/extension.h, and the candidate passes."""
+    r = check("ref_relu", "cand_relu_cpp_parallel")
+    assert r.verdict == "pass", r.summary
+    assert r.build.extensions[0].binding_header == "torch/extension.h"
+
+
+def test_cpp_candidate_binds_against_per_operator_headers():
+    r = check("ref_relu", "cand_relu_cpp")
+    assert r.verdict == "pass" and r.build.extensions[0].binding_header == "ATen per-operator", r.summary
+
+
 def test_cuda_kernel_file_compiles_against_per_operator_headers():
     """`#include <torch/extension.h>` in a kernel file compiles as the Tensor class plus the ATen
     operators it calls (a third of the nvcc time); the candidate still builds and is reported as

@@ -103,3 +103,11 @@ def test_hung_kernel_times_out(honest):
         configure()
     assert r.verdict == "error" and r.error_kind == "timeout", r.summary
     assert time.monotonic() - t0 < 90
+
+
+def test_kernel_file_needing_the_real_header_climbs_and_passes():
+    """A kernel file calling torch::get_num_threads() fails against ATen's per-operator headers and
+    torch/types.h; it is rebuilt with torch/extension.h under the same module name, and runs."""
+    r = check("cand_cuda_full_header")
+    assert r.verdict == "pass", r.summary
+    assert r.build.extensions[0].kernel_header == "torch/extension.h"
