@@ -101,19 +101,41 @@ def wants_full_header(cuda_sources: list[str]) -> bool:
     return any(_FRONTEND_NEEDS.search(s) or _PYTHON_NEEDS.search(s) for s in cuda_sources)
 
 
-def per_operator_header(sources: list[str], ops_dir: Path) -> str:
-    """A stand-in for torch/types.h (and torch/extension.h, ATen/ATen.h): the Tensor class with its
+# ATen/ops/NAME.h includes these for any caller's convenience, though its inline definitions only
+# call at::_ops::NAME::call (in NAME_ops.h); DeviceGuard.h alone is a third of a kernel file's
+# compile. The stand-ins drop them, and include one back when the source names what it declares
+# (a name missed here is still a missing torch declaration: the build climbs a rung).
+_ASIDE_HEADERS = {
+    "ATen/Context.h": re.compile(r"\bglobalContext\b|\bContext\b|\bget\w*Hooks\b|\bhas(?:CUDA|CuDNN|CuBLASLt|MPS|XPU|"
+                                 r"HIP|LAPACK|MKL|MAGMA|OpenMP|MKLDNN)\b|\bNoTF32Guard\b|\bdeterministic\w*\("),
+    "ATen/DeviceGuard.h": re.compile(r"\bdevice_of\b|DeviceGuard\b"),
+    "ATen/TensorUtils.h": re.compile(r"\bTensor(?:Geometry)?Arg\b|\bcheck(?:Dim|Size|Numel|Same|All|Contiguous|Scalar|"
+                                     r"Defined|Backend|DeviceType|Layout|IntRange|OnCPU)\w*\s*\("),
+    "ATen/TracerMode.h": re.compile(r"\bTracer\w*|\btracer\b"),
+}
+# ATen/cuda/CUDAContext.h less ATen/Context.h (through ATen/cuda/Exceptions.h): the stream, the
+# device properties and library handles, C10_CUDA_CHECK; AT_CUDA_CHECK and friends put it back.
+_CUDA_CONTEXT_NEEDS = re.compile(r"\b(?:AT_CUDA|TORCH_CU(?:DABLAS|SPARSE|SOLVER|DSS)|TORCH_NVRTC)\w*")
+_CUDA_CONTEXT = ("#pragma once\n// stitch-mcp: ATen/cuda/CUDAContext.h without ATen/Context.h; see stitch_mcp/build.py\n"
+                 "#include <ATen/cuda/CUDAContextLight.h>\n#include <c10/cuda/CUDAStream.h>\n"
+                 "#include <c10/cuda/CUDAException.h>\n#include <c10/util/Logging.h>\n")
+
+
+def per_operator_headers(sources: list[str], ops_dir: Path, extra: str = "") -> dict[str, str]:
+    """Stand-ins for torch/extension.h, torch/types.h and ATen/ATen.h: the Tensor class with its
     methods, and ATen's per-operator header (ATen/ops/NAME.h, what PyTorch's own build uses to keep
     compiles small) for each `torch::NAME` / `at::NAME` the sources call, instead of the
-    declarations of all ~2,000 operators."""
+    declarations of all ~2,000 operators; each ATen/ops/NAME.h itself a copy less the headers in
+    _ASIDE_HEADERS, and ATen/cuda/CUDAContext.h less ATen/Context.h. {relative path: text}"""
     text = "\n".join(sources)
     names = set(_NAMESPACED.findall(text))
     if re.search(r"using\s+namespace\s+(?:torch|at)\s*;", text):  # unqualified calls may be operators
         names |= set(re.findall(r"\b([a-z_]\w*)\s*\(", text))
     ops = sorted(n for n in names if (ops_dir / f"{n}.h").is_file())
+    aside = [h for h, used in _ASIDE_HEADERS.items() if used.search(text)]
     lines = ["#pragma once", "// stitch-mcp: ATen's per-operator headers for what this file calls;",
-             "// see per_operator_header in stitch_mcp/build.py", "#include <ATen/core/Tensor.h>",
-             "#include <optional>"]
+             "// see per_operator_headers in stitch_mcp/build.py", "#include <ATen/core/Tensor.h>",
+             "#include <optional>", *(f"#include <{h}>" for h in aside)]
     if "AT_DISPATCH" in text:
         lines.append("#include <ATen/Dispatch.h>")
     if "indexing::" in text:
@@ -123,7 +145,14 @@ def per_operator_header(sources: list[str], ops_dir: Path) -> str:
               "using Dtype = at::ScalarType;"]
     lines += [f"constexpr auto {k} = {v};" for k, v in _TORCH_DTYPE_ALIASES.items()]
     lines.append("}  // namespace torch")
-    return "\n".join(lines) + "\n"
+    header = "\n".join(lines) + "\n" + extra
+    files = dict.fromkeys(("torch/extension.h", "torch/types.h", "ATen/ATen.h"), header)
+    drop = re.compile(r"^#include <(?:%s)>\n" % "|".join(map(re.escape, set(_ASIDE_HEADERS) - set(aside))), re.M)
+    for n in ops:
+        files[f"ATen/ops/{n}.h"] = drop.sub("", (ops_dir / f"{n}.h").read_text())
+    if not _CUDA_CONTEXT_NEEDS.search(text) and "ATen/Context.h" not in aside:
+        files["ATen/cuda/CUDAContext.h"] = _CUDA_CONTEXT
+    return files
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -143,11 +172,6 @@ def _header_dir(root: Path, files: dict[str, str]) -> Path:
     return folder
 
 
-def _per_operator_dir(root: Path, header: str) -> Path:
-    """`header` standing in for torch/extension.h, torch/types.h and ATen/ATen.h."""
-    return _header_dir(root, dict.fromkeys(("torch/extension.h", "torch/types.h", "ATen/ATen.h"), header))
-
-
 def kernel_header_rungs(root: Path, cuda_sources: list[str]) -> list[tuple[str, Path | None]]:
     """What a kernel translation unit is compiled against, lightest first: (label, folder of
     stand-ins found before torch's own headers; None: torch's headers). A build that misses a
@@ -157,7 +181,7 @@ def kernel_header_rungs(root: Path, cuda_sources: list[str]) -> list[tuple[str, 
     rungs: list[tuple[str, Path | None]] = []
     ops_dir = _aten_ops_dir()
     if not any(_AUTOGRAD_NEEDS.search(s) for s in cuda_sources) and ops_dir.is_dir():
-        rungs.append(("ATen per-operator", _per_operator_dir(root, per_operator_header(cuda_sources, ops_dir))))
+        rungs.append(("ATen per-operator", _header_dir(root, per_operator_headers(cuda_sources, ops_dir))))
     rungs.append(("torch/types.h", _header_dir(root, {"torch/extension.h": TYPES_EXTENSION_H})))
     rungs.append(("torch/extension.h", None))
     return rungs
@@ -172,7 +196,7 @@ def binding_header_rungs(root: Path, cpp_sources: list[str]) -> list[tuple[str, 
     ops_dir = _aten_ops_dir()
     if any(_FRONTEND_NEEDS.search(s) or _AUTOGRAD_NEEDS.search(s) for s in cpp_sources) or not ops_dir.is_dir():
         return [full]
-    return [("ATen per-operator", _per_operator_dir(root, per_operator_header(cpp_sources, ops_dir) + BINDING_INCLUDES)),
+    return [("ATen per-operator", _header_dir(root, per_operator_headers(cpp_sources, ops_dir, BINDING_INCLUDES))),
             full]
 
 

@@ -9,7 +9,7 @@ from stitch_mcp.build import (
     binding_header_rungs,
     kernel_header_rungs,
     lacks_torch_declaration,
-    per_operator_header,
+    per_operator_headers,
 )
 
 torch = pytest.importorskip("torch")
@@ -28,7 +28,7 @@ torch::Tensor f(torch::Tensor x) {
 
 
 def test_per_operator_header_declares_the_operators_the_source_calls():
-    text = per_operator_header([KERNEL], OPS)
+    text = per_operator_headers([KERNEL], OPS)["torch/extension.h"]
     assert "#include <ATen/core/Tensor.h>" in text
     assert "#include <ATen/ops/empty_like.h>" in text and "#include <ATen/ops/zeros.h>" in text
     assert "ATen/ops/Tensor.h" not in text and "ATen/Dispatch.h" not in text
@@ -39,8 +39,34 @@ def test_per_operator_header_declares_the_operators_the_source_calls():
 def test_dispatch_macros_and_unqualified_operators_are_declared():
     src = "using namespace torch;\nTensor g(Tensor x) { AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), \"g\", [&]{});" \
           " return relu(x); }"
-    text = per_operator_header([src], OPS)
+    text = per_operator_headers([src], OPS)["torch/types.h"]
     assert "#include <ATen/Dispatch.h>" in text and "#include <ATen/ops/relu.h>" in text
+
+
+def test_operator_headers_are_copies_without_the_heavy_includes():
+    files = per_operator_headers([KERNEL], OPS)
+    real, copy = (OPS / "empty_like.h").read_text(), files["ATen/ops/empty_like.h"]
+    assert "#include <ATen/DeviceGuard.h>" in real and "#include <ATen/Context.h>" in real
+    assert "ATen/DeviceGuard.h" not in copy and "ATen/Context.h" not in copy and "ATen/TensorUtils.h" not in copy
+    assert "#include <ATen/ops/empty_like_ops.h>" in copy and "inline at::Tensor empty_like(" in copy
+    cuda_context = files["ATen/cuda/CUDAContext.h"]
+    assert "#include <ATen/Context.h>" not in cuda_context and "#include <ATen/cuda/CUDAContextLight.h>" in cuda_context
+
+
+@pytest.mark.parametrize("use, header", [
+    ("const at::cuda::OptionalCUDAGuard guard(device_of(x));", "ATen/DeviceGuard.h"),
+    ("auto gen = at::globalContext().defaultGenerator(x.device());", "ATen/Context.h"),
+    ("at::TensorArg arg{x, \"x\", 1}; at::checkDim(\"f\", arg, 2);", "ATen/TensorUtils.h"),
+])
+def test_a_source_naming_what_a_dropped_header_declares_gets_it_back(use, header):
+    files = per_operator_headers([KERNEL.replace("return y;", use + " return y;")], OPS)
+    assert f"#include <{header}>" in files["torch/extension.h"]
+    assert f"#include <{header}>" in files["ATen/ops/empty_like.h"]
+
+
+def test_cuda_checks_from_aten_keep_the_real_cuda_context():
+    files = per_operator_headers([KERNEL.replace("return y;", "AT_CUDA_CHECK(cudaGetLastError()); return y;")], OPS)
+    assert "ATen/cuda/CUDAContext.h" not in files
 
 
 def test_rungs_lightest_first(tmp_path):
