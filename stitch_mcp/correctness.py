@@ -103,20 +103,24 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> dict[str, Any]:
                 oc, rc = of[s0:s0 + CHUNK], rf[s0:s0 + CHUNK]
                 if oc.dtype != torch.float64:
                     oc, rc = oc.float(), rc.float()
+                if torch.equal(oc, rc):  # the common case, one pass: equal values (NaN never equals NaN)
+                    res["inf_count"] += integ.count_true(torch.isinf(oc))
+                    continue
                 o_nan, r_nan = torch.isnan(oc), torch.isnan(rc)
-                res["nan_count"] += int(o_nan.sum())
-                res["inf_count"] += int(torch.isinf(oc).sum())
+                res["nan_count"] += integ.count_true(o_nan)
+                res["inf_count"] += integ.count_true(torch.isinf(oc))
                 same = (oc == rc) | (o_nan & r_nan)
                 diff = torch.nan_to_num((oc - rc).abs().masked_fill_(same, 0.0), nan=math.inf)
-                bad_c = (diff > (atol + rtol * rc.abs())) & ~same
+                ref_abs = rc.abs()
+                bad_c = (diff > ref_abs * rtol + atol) & ~same
                 res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
-                rel = torch.nan_to_num(diff / rc.abs().clamp_min(1e-12), nan=math.inf)
+                rel = diff.div_(ref_abs.clamp_min_(1e-12)).nan_to_num_(nan=math.inf)
                 res["max_rel_err"] = max(res["max_rel_err"], float(rel.max()))
-                nb = int(bad_c.sum())
+                nb = integ.count_true(bad_c)
                 if nb and first is None:
                     first = s0 + int(bad_c.nonzero()[0].item())
                 nbad += nb
-                del oc, rc, o_nan, r_nan, same, diff, bad_c, rel
+                del oc, rc, o_nan, r_nan, same, diff, bad_c, rel, ref_abs
             total += o.numel() if not o.is_complex() else 2 * o.numel()
             bad_total += nbad
             if nbad and res["first_mismatch_index"] is None:
@@ -559,6 +563,9 @@ def _near_zero_exploit(out, ref, atol) -> bool:
         return False
     o, r = o[0], r[0]
     if o.shape != r.shape or not r.is_floating_point() or not r.numel():
+        return False
+    low, high = (float(v) for v in torch.aminmax(r))  # one pass; the exact scale only when it is small
+    if max(abs(low), abs(high)) > atol and math.isfinite(low) and math.isfinite(high):
         return False
     rf = torch.nan_to_num(r.float())
     scale = float(rf.abs().max())

@@ -166,15 +166,29 @@ def clone_inputs(inputs: list[Any]) -> list[Any]:
     return [c(v) for v in inputs]
 
 
+def _bits(t):
+    """The tensor's elements as integers of the same width (NaN payloads and -0.0 included)."""
+    import torch
+
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    if t.is_floating_point():
+        return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t
+
+
 def same_bits(a, b) -> bool:
     import torch
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
-                    and torch.equal(torch.isnan(a), torch.isnan(b)))
-    return bool(torch.equal(a, b))
+    return bool(torch.equal(_bits(a), _bits(b)))
+
+
+def count_true(mask) -> int:
+    """How many elements of a bool tensor are set; one pass when none is (summing a bool tensor
+    first copies it to int64)."""
+    return int(mask.sum()) if bool(mask.any()) else 0
 
 
 def check_inputs_unchanged(before: list[Any], after: list[Any]) -> list[dict]:
@@ -286,7 +300,7 @@ def unwritten_count(o) -> int:
     if itype == "int16" and bits >= 2 ** 15:
         bits -= 2 ** 16
     try:
-        return int((o.contiguous().view(getattr(torch, itype)) == bits).sum().item())
+        return count_true(o.view(getattr(torch, itype)) == bits)
     except Exception:
         return 0
 
@@ -305,7 +319,8 @@ def fingerprint(o) -> tuple | None:
     # integer arithmetic: a float32 linspace rounds n - 1 up to n past 2**24 elements (out of bounds)
     idx = torch.arange(steps, device=f.device, dtype=torch.int64) * (n - 1) // max(steps - 1, 1)
     sample = torch.nan_to_num(f[idx].to(torch.float64), nan=1.2345e300)
-    total = float(torch.nansum(f, dtype=torch.float64)) if f.is_floating_point() else float(f.sum(dtype=torch.float64))
+    # in the tensor's own precision: a float64 sum would first copy all of it to float64
+    total = float(torch.nansum(f)) if f.is_floating_point() else float(f.sum())
     return (n, total, tuple(sample.cpu().tolist()))
 
 
