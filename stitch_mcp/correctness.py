@@ -327,7 +327,7 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
     import torch
 
     from stitch_mcp.build import BuildCache
-    from stitch_mcp.loader import import_program, init_inputs, make_inputs
+    from stitch_mcp.loader import build_model, import_program, init_inputs, make_inputs
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -368,16 +368,14 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
     lap("inputs")
     stage("models")
     try:
-        torch.manual_seed(0)
         # Models stay in the mode they are built in (training), as KernelBench's harness leaves
         # them: a BatchNorm then normalises with batch statistics in both programs.
-        ref_model = ref_mod.Model(*init_args).to(device)
+        ref_model = build_model(ref_mod.Model, init_args, device)
     except BaseException as exc:
         raise StageError("reference_error", f"building the reference Model failed: {type(exc).__name__}: {exc}") \
             from None
     try:
-        torch.manual_seed(0)
-        new_model = cand_mod.ModelNew(*init_args).to(device)
+        new_model = build_model(cand_mod.ModelNew, init_args, device)
     except BaseException as exc:
         raise StageError("init_error", f"ModelNew({', '.join(map(_short, init_args))}) raised "
                                        f"{type(exc).__name__}: {exc}"[:3000]) from None
@@ -663,7 +661,7 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     stage("import")
     import torch
 
-    from stitch_mcp.loader import import_program, init_inputs
+    from stitch_mcp.loader import build_model, import_program, init_inputs
 
     torch.backends.cuda.matmul.allow_tf32 = False  # as in the run stage
     torch.backends.cudnn.allow_tf32 = False
@@ -671,8 +669,7 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
     stage("inputs")
     init_args = init_inputs(ref_mod)
-    torch.manual_seed(0)
-    ref_model = ref_mod.Model(*init_args).to(device)  # training mode, as in the run stage
+    ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
     inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
     stage("timing")
     base = measure_baselines(ref_model, inputs, _bench_options(spec, device, inputs),

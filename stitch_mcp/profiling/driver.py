@@ -159,16 +159,15 @@ def op_costs(model: Any, inputs: list) -> dict[str, dict[str, Any]]:
 def _load_reference(ref: Path, device, seed: int = 0):
     import torch
 
-    from stitch_mcp.loader import init_inputs, make_inputs
+    from stitch_mcp.loader import build_model, init_inputs, make_inputs
 
     _stage("import reference")
     reference = _import(ref, "stitch_reference")
     _stage("build Model(*get_init_inputs())")
-    torch.manual_seed(seed)
     # the same program compile_and_check times: training mode as built, float32 without TF32
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    model = reference.Model(*init_inputs(reference)).to(device)
+    model = build_model(reference.Model, init_inputs(reference), device, seed)
     _stage("get_inputs()")
     inputs = make_inputs(reference, device, seed)
     return reference, model, inputs
@@ -228,7 +227,7 @@ def run_reference(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 def run_candidate(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     import torch
 
-    from stitch_mcp.loader import init_inputs, make_inputs
+    from stitch_mcp.loader import build_model, init_inputs, make_inputs
 
     device = _device()
     meta = _device_meta(device)
@@ -241,10 +240,9 @@ def run_candidate(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     candidate = _import(Path(args.cand), "stitch_candidate")
     meta["import_s"] = time.perf_counter() - t0
     _stage("build ModelNew(*get_init_inputs())")
-    torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    model = candidate.ModelNew(*init_inputs(reference)).to(device)
+    model = build_model(candidate.ModelNew, init_inputs(reference), device)
     _stage("get_inputs()")
     inputs = make_inputs(reference, device, 0)
     _stage("forward (warm-up)")
