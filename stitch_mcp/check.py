@@ -61,6 +61,21 @@ def trial_plan(trials: int) -> list[tuple[int, str, str]]:
     return [tuple(p) for p in plan]  # type: ignore[misc]
 
 
+def run_spec(reference_source: str, candidate_source: str, build_root: Path, settings, *, trials: int,
+             timing: bool, compare_compile: bool, atol: float | None = None, rtol: float | None = None,
+             baselines: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
+             timing_seeds: list[int] | None = None) -> dict[str, Any]:
+    """What the run stage's worker is given (correctness.run_stage reads it)."""
+    return {"reference_source": reference_source, "candidate_source": candidate_source,
+            "build_root": str(build_root), "plan": [list(p) for p in trial_plan(trials)], "timing": timing,
+            "compare_compile": compare_compile, "atol": atol, "rtol": rtol,
+            "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
+                    "rtol_half": settings.rtol_half},
+            "timing_iters": settings.timing_iters,
+            "timing_seeds": timing_seeds or [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
+            "baselines": None, "baselines_by_device": baselines or {}, "limits": limits or {}}
+
+
 def _limits(timeout_s: float, cuda_possible: bool) -> dict[str, Any]:
     limits: dict[str, Any] = {"nofile": 4096, "nproc": 8192, "cpu_s": int(timeout_s * (os.cpu_count() or 1) + 60),
                               "fsize": 8 * 1024 ** 3, "deny_network": True}
@@ -185,15 +200,9 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             progress.update(1, 3, "waiting for the reference's baselines")
             early_baselines.join()
         baselines = _cached_baselines(ws, task.task_id, settings.timing_iters)
-        spec = {"reference_source": task.source, "candidate_source": cand.source, "build_root": str(build_root),
-                "plan": trial_plan(trials), "timing": timing, "compare_compile": compare_compile,
-                "atol": atol, "rtol": rtol,
-                "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
-                        "rtol_half": settings.rtol_half},
-                "timing_iters": settings.timing_iters, "timing_seeds": [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
-                "baselines": None, "baselines_by_device": baselines,
-                "limits": _limits(settings.run_timeout_s, cuda_possible)}
-        spec["plan"] = [list(p) for p in spec["plan"]]
+        spec = run_spec(task.source, cand.source, build_root, settings, trials=trials, timing=timing,
+                        compare_compile=compare_compile, atol=atol, rtol=rtol, baselines=baselines,
+                        limits=_limits(settings.run_timeout_s, cuda_possible))
         progress.update(1, 3, "running correctness, integrity and timing")
 
         def on_event(ev: dict) -> None:

@@ -30,7 +30,7 @@ def main() -> int:
     os.environ.setdefault("STITCH_CACHE_DIR", str(run_dir / "cache"))
     os.environ.setdefault("STITCH_ALLOWED_ROOTS", os.pathsep.join([str(ROOT), tempfile.gettempdir(),
                                                                     str(args.reference.resolve().parent)]))
-    from stitch_mcp.check import compile_and_check, trial_plan
+    from stitch_mcp.check import compile_and_check, run_spec
     from stitch_mcp.config import get_settings
 
     t0 = time.monotonic()  # builds the candidate (and its baselines) the normal way
@@ -39,13 +39,8 @@ def main() -> int:
     print(f"first check: {r.verdict} in {time.monotonic() - t0:.1f} s, stages {r.stage_seconds}", flush=True)
     settings = get_settings()
     build_root = Path(settings.build_dir).expanduser()
-    spec = {"reference_source": args.reference.read_text(), "candidate_source": args.candidate.read_text(),
-            "build_root": str(build_root), "plan": [list(p) for p in trial_plan(settings.trials)],
-            "timing": not args.no_timing, "compare_compile": False, "atol": None, "rtol": None,
-            "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
-                    "rtol_half": settings.rtol_half},
-            "timing_iters": settings.timing_iters, "timing_seeds": [1, 2], "baselines": None,
-            "baselines_by_device": {}}
+    spec = run_spec(args.reference.read_text(), args.candidate.read_text(), build_root, settings,
+                    trials=settings.trials, timing=not args.no_timing, compare_compile=False, timing_seeds=[1, 2])
     import torch
     from torch.profiler import ProfilerActivity, profile
 
