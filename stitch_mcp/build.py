@@ -526,8 +526,11 @@ class BuildCache:
     """Installed in a worker: records what each load_inline/load did."""
 
     def __init__(self, root: Path, candidate_source: str = "", candidate_file: str = "",
-                 allow_build: bool = True, emit=None):
+                 allow_build: bool = True, emit=None, read_roots: list[Path] | None = None):
         self.root = Path(root)
+        # finished builds to load from before building into `root` (the candidate room sees its
+        # build stage's output read-only and builds anything new in its own folder)
+        self.read_roots = [Path(r) for r in read_roots or []]
         self.smap = SourceMap(candidate_source)
         self.candidate_file = candidate_file
         self.allow_build = allow_build
@@ -582,6 +585,10 @@ class BuildCache:
                   "seconds": 0.0, "with_cuda": with_cuda}
         self.extensions.append(record)
         objdir = self.root / "objects" / full_key
+        for r in self.read_roots:
+            if (r / "objects" / full_key / "done").exists():
+                objdir = r / "objects" / full_key
+                break
         gpu_ok = torch.cuda.is_available() and torch.version.cuda is not None
         t0 = time.monotonic()
 

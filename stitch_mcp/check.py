@@ -65,15 +65,28 @@ def run_spec(reference_source: str, candidate_source: str, build_root: Path, set
              timing: bool, compare_compile: bool, atol: float | None = None, rtol: float | None = None,
              baselines: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
              timing_seeds: list[int] | None = None) -> dict[str, Any]:
-    """What the run stage's worker is given (correctness.run_stage reads it)."""
+    """What the run stage's judge is given (judge.run_stage reads it). The seeds stay with the
+    judge: the candidate's room gets inputs, never the seeds they were drawn from."""
     return {"reference_source": reference_source, "candidate_source": candidate_source,
-            "build_root": str(build_root), "plan": [list(p) for p in trial_plan(trials)], "timing": timing,
+            "build_root": str(candidate_scope(build_root, candidate_source)),
+            "room_parent": str(_work_parent(settings)), "room_timeout_s": settings.run_timeout_s,
+            "gpu": _cuda_possible(),
+            "plan": [list(p) for p in trial_plan(trials)], "timing": timing,
             "compare_compile": compare_compile, "atol": atol, "rtol": rtol,
             "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
                     "rtol_half": settings.rtol_half},
             "timing_iters": settings.timing_iters,
             "timing_seeds": timing_seeds or [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
             "baselines": None, "baselines_by_device": baselines or {}, "limits": limits or {}}
+
+
+def candidate_scope(build_root: Path, candidate_source: str) -> Path:
+    """The build cache folder of one candidate source. Building runs the candidate's own Python
+    (and compiler flags), so what a build leaves is trusted only for the same source: a candidate
+    cannot plant an object file or a header that another candidate would pick up."""
+    import hashlib
+
+    return Path(build_root) / "scopes" / hashlib.sha256(candidate_source.encode()).hexdigest()[:32]
 
 
 def _limits(timeout_s: float, cuda_possible: bool) -> dict[str, Any]:
@@ -142,7 +155,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     build_root = Path(settings.build_dir).expanduser()
     build_root.mkdir(parents=True, exist_ok=True)
     cuda_possible = _cuda_possible()
-    env = {"TORCH_EXTENSIONS_DIR": str(build_root / "torch_extensions")}
+    env = {"TORCH_EXTENSIONS_DIR": str(candidate_scope(build_root, cand.source) / "torch_extensions")}
     if settings.executor == "ray":
         return _check_on_ray(report, task, cand, ws, t_start, progress, trials=trials, atol=atol, rtol=rtol,
                              timing=timing, compare_compile=compare_compile)
@@ -161,7 +174,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             return _finish(report, ws, t_start)
 
         # ------------------------------------------------------------ build
-        manifest = cached_manifest(build_root, cand.source)
+        manifest = cached_manifest(candidate_scope(build_root, cand.source), cand.source)
         if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
             manifest = {"extensions": []}  # nothing to build: straight to the run stage
         early_baselines = None
@@ -176,7 +189,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             progress.update(1, 3, "build cached")
         else:
             progress.update(0, 3, "building")
-            spec = {"candidate_source": cand.source, "build_root": str(build_root),
+            spec = {"candidate_source": cand.source, "build_root": str(candidate_scope(build_root, cand.source)),
                     "limits": _limits(settings.build_timeout_s, cuda_possible)}
             res = run_worker("build", spec, workdir=workroot / "build", timeout_s=settings.build_timeout_s,
                              register_kill=progress.on_cancel, env=env)
@@ -495,12 +508,15 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
 
 
 def _store_baselines(ws, task_id: str, out: dict, timing_iters: int) -> None:
+    """Cache the baselines a judge (or the baseline worker) timed with no candidate process alive;
+    never the eager time measured beside a candidate."""
     t = out.get("timing") or {}
-    if not t or t.get("baselines_cached") or not t.get("eager"):
+    clean = t.get("clean_baselines") if "clean_baselines" in t else (None if "candidate" in t else t)
+    if not clean or not clean.get("eager"):
         return
     body = ws.latest_report("baseline", task_id=task_id) or {}
     devices = dict(body.get("devices") or {})
-    devices[out.get("device", "")] = {"eager": t.get("eager"), "compiled": t.get("compiled"),
-                                      "compile_note": t.get("compile_note", ""), "timing_iters": timing_iters,
+    devices[out.get("device", "")] = {"eager": clean.get("eager"), "compiled": clean.get("compiled"),
+                                      "compile_note": clean.get("compile_note", ""), "timing_iters": timing_iters,
                                       "measured_at": time.time()}
     ws.add_report("baseline", {"devices": devices}, task_id=task_id)

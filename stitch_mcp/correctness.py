@@ -1,28 +1,12 @@
-"""The run stage (inside a worker): import both programs, prove the candidate correct on fresh
-inputs, run the integrity checks that need live tensors, and time it.
-
-Order inside each correctness trial (each with its own seed, input distribution and weights):
-1. poison the allocator's free blocks of the outputs' sizes;
-2. run the candidate FIRST on a clone of the inputs (no reference result exists anywhere yet);
-   on a GPU, copy its output on the current stream before any device-wide synchronize (work left
-   on another stream shows up as a difference);
-3. compare the inputs with their clones (input mutation), check the outputs are plain dense tensors
-   with their own storage and were fully written (no poison left);
-4. run the reference on its own clone;
-5. poison freed memory again and run the candidate a second time, AFTER the reference;
-6. compare both candidate outputs with the reference (dtype-aware tolerances). Right only after the
-   reference ran = result reuse.
-After the trials: the candidate's output must change with the input where the reference's does;
-then timing with fresh input contents copied in before every call, the outputs of the last timed
-calls re-checked, harness identities and thread counts compared.
+"""The judge's tools for correctness and baselines (judge-side only: nothing here touches
+candidate code): the comparison with dtype-aware tolerances, other input distributions, fresh
+weights, and the reference's eager and torch.compile timing (stitch_mcp.judge runs the stage).
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -197,19 +181,11 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
     return [one(v) for v in inputs]
 
 
-def reinit_weights(ref_model, new_model, seed: int) -> tuple[bool, str]:
-    """Fresh random weights in the reference, copied into the candidate; False when they do not map."""
+def perturb_weights(ref_model, seed: int) -> None:
+    """Fresh random weights in the reference (reset_parameters where a module has it, plus noise
+    of half each parameter's spread); the judge shares them with the candidate's room."""
     import torch
 
-    from stitch_mcp.loader import copy_matching_state
-
-    ref_state = ref_model.state_dict()
-    new_state = new_model.state_dict()
-    if not ref_state:
-        return False, "the model has no parameters"
-    missing = [k for k, v in new_state.items() if k not in ref_state or ref_state[k].shape != v.shape]
-    if missing:
-        return False, f"ModelNew's parameters do not match Model's by name ({', '.join(missing[:3])})"
     torch.manual_seed(seed)
     with torch.no_grad():
         for m in ref_model.modules():
@@ -222,338 +198,9 @@ def reinit_weights(ref_model, new_model, seed: int) -> tuple[bool, str]:
             if p.is_floating_point() and p.numel() > 1:
                 std = float(p.float().std())
                 p.add_(torch.randn_like(p) * (std if std > 0 else 0.1) * 0.5)
-    copy_matching_state(ref_model, new_model)
-    return True, ""
 
 
-# ------------------------------------------------------------------ the stage
-
-
-def _check_interface(ref_mod, cand_mod, init_args: list[Any], n_inputs: int) -> None:
-    if not hasattr(cand_mod, "ModelNew"):
-        names = [n for n in dir(cand_mod) if not n.startswith("_") and isinstance(getattr(cand_mod, n), type)]
-        raise StageError("interface", "the candidate defines no class ModelNew"
-                         + (f" (it defines {', '.join(names[:5])})" if names else ""))
-    cls = cand_mod.ModelNew
-    try:
-        inspect.signature(cls).bind(*init_args)
-    except TypeError as exc:
-        raise StageError("interface", f"ModelNew's constructor does not accept the reference's "
-                                      f"get_init_inputs() ({len(init_args)} argument(s)): {exc}") from None
-    except ValueError:
-        pass
-    fwd = getattr(cls, "forward", None)
-    if fwd is None:
-        raise StageError("interface", "ModelNew has no forward method")
-    try:
-        inspect.signature(fwd).bind(None, *([None] * n_inputs))
-    except TypeError as exc:
-        raise StageError("interface", f"ModelNew.forward does not accept the reference's get_inputs() "
-                                      f"({n_inputs} input(s)): {exc}") from None
-    except ValueError:
-        pass
-
-
-def _import_candidate(source: str, directory: Path):
-    from stitch_mcp.build import BuildError, NeedsGPU
-    from stitch_mcp.loader import import_program
-
-    try:
-        return import_program(source, "candidate", directory)
-    except NeedsGPU:
-        raise
-    except BuildError as exc:
-        raise StageError("compile_error", str(exc), log=exc.text, diagnostics=exc.diagnostics) from None
-    except SyntaxError as exc:
-        raise StageError("syntax_error", f"SyntaxError: {exc.msg} (line {exc.lineno})", line=exc.lineno) from None
-    except BaseException as exc:
-        tb = traceback.extract_tb(exc.__traceback__)
-        line = next((f.lineno for f in reversed(tb) if f.filename.endswith("candidate.py")), None)
-        raise StageError("import_error", f"importing the candidate failed: {type(exc).__name__}: {exc}"[:3000],
-                         line=line) from None
-
-
-def _call(model, inputs, what: str):
-    try:
-        return model(*inputs)
-    except StageError:
-        raise
-    except BaseException as exc:
-        from stitch_mcp.worker import classify_error_text
-
-        text = f"{type(exc).__name__}: {exc}"
-        found = classify_error_text(text)
-        tb = traceback.extract_tb(exc.__traceback__)
-        line = next((f.lineno for f in reversed(tb) if f.filename.endswith(f"{what}.py")), None)
-        kind = found[0] if found else ("reference_error" if what == "reference" else "runtime_error")
-        raise StageError(kind, f"{what} forward raised {text}"[:3000] + (f" — {found[1]}" if found else ""),
-                         line=line) from None
-
-
-def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
-    from stitch_mcp.worker import stage
-
-    res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
-    try:
-        _run(spec, res, stage)
-    except StageError as exc:
-        res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
-    except BaseException as exc:
-        from stitch_mcp.build import NeedsGPU
-
-        if isinstance(exc, NeedsGPU):
-            res["needs_gpu"] = str(exc)
-        else:
-            from stitch_mcp.worker import classify_error_text
-
-            found = classify_error_text(f"{type(exc).__name__}: {exc}")
-            res["error"] = {"kind": found[0] if found else "internal",
-                            "message": f"{type(exc).__name__}: {exc}"[:3000] + (f" — {found[1]}" if found else ""),
-                            "traceback": traceback.format_exc()[-4000:]}
-    return res
-
-
-def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
-    t = time.monotonic()
-    secs = res["stage_seconds"]
-
-    def lap(name: str) -> None:
-        nonlocal t
-        now = time.monotonic()
-        secs[name] = round(secs.get(name, 0.0) + now - t, 4)
-        t = now
-
-    stage("import")
-    import torch
-
-    from stitch_mcp.build import BuildCache
-    from stitch_mcp.loader import build_model, import_program, init_inputs, make_inputs
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    want = spec.get("device") or "auto"
-    device = "cuda" if (want in ("auto", "cuda") and torch.cuda.is_available()) else "cpu"
-    res["device"] = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    res["device_kind"] = device
-    workdir = Path.cwd()
-
-    try:
-        ref_mod = import_program(spec["reference_source"], "reference", workdir)
-    except BaseException as exc:
-        raise StageError("reference_error", f"importing the reference failed: {type(exc).__name__}: {exc}") from None
-    for need in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(ref_mod, need):
-            raise StageError("reference_error", f"the reference defines no {need}")
-
-    snap = integ.harness_snapshot()
-    cache = BuildCache(Path(spec["build_root"]), spec["candidate_source"], allow_build=True)
-    cache.install()
-    lap("import")
-    stage("candidate_import")
-    threads0 = integ.thread_snapshot()
-    cand_mod = _import_candidate(spec["candidate_source"], workdir)
-    res["extensions"] = cache.extensions
-    lap("load")
-    res["findings"] += integ.check_harness(snap, "when it was imported")
-    res["checks_run"].append("monkey_patching")
-
-    stage("inputs")
-    try:
-        init_args = init_inputs(ref_mod)
-        first_inputs = make_inputs(ref_mod, device, spec["plan"][0][0])
-    except BaseException as exc:
-        raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs failed: "
-                                            f"{type(exc).__name__}: {exc}") from None
-    _check_interface(ref_mod, cand_mod, init_args, len(first_inputs))
-    lap("inputs")
-    stage("models")
-    try:
-        # Models stay in the mode they are built in (training), as KernelBench's harness leaves
-        # them: a BatchNorm then normalises with batch statistics in both programs.
-        ref_model = build_model(ref_mod.Model, init_args, device)
-    except BaseException as exc:
-        raise StageError("reference_error", f"building the reference Model failed: {type(exc).__name__}: {exc}") \
-            from None
-    try:
-        new_model = build_model(cand_mod.ModelNew, init_args, device)
-    except BaseException as exc:
-        raise StageError("init_error", f"ModelNew({', '.join(map(_short, init_args))}) raised "
-                                       f"{type(exc).__name__}: {exc}"[:3000]) from None
-    from stitch_mcp.loader import copy_matching_state
-
-    res["copied_state"] = len(copy_matching_state(ref_model, new_model))
-    res["findings"] += integ.check_harness(snap, "when ModelNew was built")
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-
-    # Warm the reference up (thread pools, CUDA context, lazy modules) before the thread snapshot.
-    with torch.no_grad():
-        warm_ref = _call(ref_model, integ.clone_inputs(first_inputs), "reference")
-        sync()
-    # shapes and dtypes only (meta tensors): a multi-GB output is not kept alive for this
-    templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in integ.flatten(warm_ref)]
-    out_dtype = next((str(o.dtype).replace("torch.", "") for o in templates if isinstance(o, torch.Tensor)), "")
-    atol, rtol = tolerances(out_dtype, spec)
-    res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
-    warm_finite = all(bool(torch.isfinite(o).all()) for o in integ.flatten(warm_ref)
-                      if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
-    del warm_ref
-    threads1 = integ.thread_snapshot()
-    lap("inputs")
-
-    # ---------------------------------------------------------------- correctness trials
-    stage("correctness")
-    plan = spec["plan"]
-    fingerprints = []
-    unwritten = reuse = unsynced = False
-    mutated = aliased = set()
-    for i, (seed, dist, weights) in enumerate(plan):
-        stage("correctness", trial=i)
-        note, alt = "", None
-        if weights == "reinit":
-            ok, why = reinit_weights(ref_model, new_model, seed)
-            if not ok:
-                weights, note = "task", f"weights not re-initialised: {why}"
-        if i == 0:
-            inputs, first_inputs = first_inputs, None  # held once, not for the whole run
-        else:
-            inputs = make_inputs(ref_mod, device, seed)
-        if dist != "task":
-            try:
-                alt = distribute(inputs, dist, seed, device)
-                with torch.no_grad():
-                    alt_ref = _call(ref_model, integ.clone_inputs(alt), "reference")
-                sync()
-                alt_ok = all(bool(torch.isfinite(o).all()) for o in integ.flatten(alt_ref)
-                             if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
-                del alt_ref
-                if alt_ok or not warm_finite:
-                    inputs = alt
-                else:
-                    note = f"{dist} inputs make the reference non-finite; used the task's inputs"
-                    dist = "task"
-            except StageError:
-                note = f"the reference rejects {dist} inputs; used the task's inputs"
-                dist = "task"
-        trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
-        with torch.no_grad():
-            # 1-2: candidate first, on poisoned memory (inputs copied before poisoning, or the copy
-            # of an input the size of the output would take the poisoned block)
-            cand_in = integ.clone_inputs(inputs)
-            integ.poison_free_memory(templates, device)
-            out1 = _call(new_model, cand_in, "candidate")
-            stream_copy = None
-            if device == "cuda":  # what the output holds before a device-wide sync (a copy, or for
-                # outputs over 256 MB a fingerprint: sum and samples, so multi-GB tasks fit in memory)
-                stream_copy = [(o.clone() if o.numel() * o.element_size() <= 2 ** 28 else integ.fingerprint(o))
-                               if isinstance(o, torch.Tensor) else o for o in integ.flatten(out1)]
-            sync()
-            flat1 = integ.flatten(out1)
-            # 3: inputs, plain outputs, fully written
-            if integ.check_inputs_unchanged(inputs, cand_in):
-                mutated = mutated | {i}
-            for f in integ.check_plain_outputs(flat1, cand_in, device):
-                if f["code"] == "output_aliases_input":
-                    aliased = aliased | {i}
-                elif f not in res["findings"]:
-                    res["findings"].append(f)
-            n_unwritten = sum(integ.unwritten_count(o) for o in flat1 if isinstance(o, torch.Tensor))
-            if stream_copy is not None:
-                for a, b in zip(stream_copy, flat1):
-                    if isinstance(b, torch.Tensor) and (not integ.same_bits(a, b) if isinstance(a, torch.Tensor)
-                                                        else a != integ.fingerprint(b)):
-                        unsynced = True
-                del stream_copy
-            del cand_in
-            # 4: reference
-            ref_out = _call(ref_model, integ.clone_inputs(inputs), "reference")
-            sync()
-            # 5: candidate again, after the reference, on poisoned memory
-            cand_in = integ.clone_inputs(inputs)
-            integ.poison_free_memory(templates, device)
-            out2 = _call(new_model, cand_in, "candidate")
-            del cand_in
-            sync()
-        c1 = compare(out1, ref_out, atol, rtol)
-        c2 = compare(out2, ref_out, atol, rtol)
-        if n_unwritten and not c1["ok"]:
-            unwritten = True
-            c1["problems"].append(f"{n_unwritten} element(s) never written (they still hold the poison value)")
-        if c2["ok"] and not c1["ok"]:
-            reuse = True
-        worst = c1 if not c1["ok"] else c2
-        trial.update(worst)
-        if not c2["ok"] and c1["ok"]:
-            trial["problems"] = trial["problems"] + ["wrong on the second call (after the reference ran)"]
-        if note:
-            trial["problems"] = [note] + trial["problems"]
-        trial["near_zero"] = _near_zero_exploit(out1, ref_out, atol)
-        res["trials"].append(trial)
-        fingerprints.append((integ.fingerprint(integ.flatten(ref_out)[0]), integ.fingerprint(flat1[0])))
-        # free this trial's tensors before the next trial makes its inputs (multi-GB tasks)
-        del out1, out2, ref_out, flat1, inputs, alt
-        lap("correctness")
-
-    # ---------------------------------------------------------------- trial-level integrity findings
-    stage("integrity")
-    checks = ["input_mutation", "result_reuse", "unwritten_output", "plain_tensor", "output_varies",
-              "tolerance_exploit"]
-    if device == "cuda":
-        checks.append("stream_sync")
-    res["checks_run"] += checks
-    if mutated:
-        res["findings"].append(integ.finding("input_mutation", f"the candidate modified its inputs in place "
-                                             f"(trials {sorted(mutated)}); write results to new tensors"))
-    if aliased:
-        res["findings"].append(integ.finding("output_aliases_input", "an output shares storage with an input "
-                                             "(a view or the input itself); return a new tensor"))
-    if reuse:
-        res["findings"].append(integ.finding(
-            "result_reuse", "the candidate is wrong when it runs before the reference and right after it: its "
-            "output picks up memory the reference freed (an allocated output that is never written)"))
-    if unwritten:
-        res["findings"].append(integ.finding(
-            "unwritten_output", "part of the output was never written (it kept the poison value the harness "
-            "put into free memory); make every thread write its element and check the grid covers the output"))
-    if unsynced:
-        res["findings"].append(integ.finding(
-            "stream_sync", "the output changed after a device-wide synchronize: work runs on a stream that is "
-            "not joined to the current stream; launch on at::cuda::getCurrentCUDAStream() or make the current "
-            "stream wait on your stream"))
-    if any(t.get("near_zero") for t in res["trials"]):
-        res["findings"].append(integ.finding(
-            "tolerance_exploit", "the reference's output is within the tolerance of zero and the candidate's "
-            "output does not follow it (it passes only because the tolerance is loose), e.g. a constant output",
-            confidence="probable"))
-    ref_fps = [r for r, _ in fingerprints if r is not None]
-    cand_fps = [c for _, c in fingerprints if c is not None]
-    if len(ref_fps) >= 2 and len(set(ref_fps)) > 1 and len(set(cand_fps)) == 1:
-        res["findings"].append(integ.finding(
-            "constant_output", "the candidate returned the same output for different inputs while the "
-            "reference's changed: the output does not depend on the input"))
-    res["findings"] += integ.check_harness(snap, "while it ran")
-    lap("integrity")
-
-    # ---------------------------------------------------------------- timing
-    threads2 = integ.thread_snapshot()  # before timing: torch.compile starts its own workers
-    if spec.get("timing") and all(t_["ok"] for t_ in res["trials"]) \
-            and not any(f["severity"] == "error" for f in res["findings"]):
-        stage("timing")
-        _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, stage)
-        lap("timing")
-    res["findings"] += integ.check_threads(threads1, threads2)
-    extra_import = integ.check_threads(threads0, threads1)
-    res["findings"] += [f for f in extra_import if f["code"] != "native_threads"]
-    res["checks_run"] += ["background_threads"]
-    # de-duplicate by code
-    seen, uniq = set(), []
-    for f in res["findings"]:
-        if f["code"] not in seen:
-            seen.add(f["code"])
-            uniq.append(f)
-    res["findings"] = uniq
-
-
-def _near_zero_exploit(out, ref, atol) -> bool:
+def near_zero_exploit(out, ref, atol) -> bool:
     import torch
 
     o, r = integ.flatten(out), integ.flatten(ref)
@@ -571,11 +218,6 @@ def _near_zero_exploit(out, ref, atol) -> bool:
         return False
     err = float(torch.nan_to_num((o.float() - rf).abs(), nan=math.inf).max())
     return err > 0.1 * scale
-
-
-def _short(v: Any) -> str:
-    r = repr(v)
-    return r if len(r) < 40 else r[:37] + "..."
 
 
 class TimingInputs:
@@ -606,7 +248,7 @@ class TimingInputs:
                 dst.copy_(src)
 
 
-def _bench_options(spec, device: str, inputs: TimingInputs) -> dict[str, Any]:
+def bench_options(spec, device: str, inputs: TimingInputs) -> dict[str, Any]:
     n_iter = int(spec.get("timing_iters") or 100)
     return {"device": device, "setup": inputs.setup, "max_calls": n_iter, "min_calls": min(10, n_iter)}
 
@@ -672,90 +314,7 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
     inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
     stage("timing")
-    base = measure_baselines(ref_model, inputs, _bench_options(spec, device, inputs),
+    base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs),
                              bool(spec.get("compare_compile")), stage)
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
-
-
-def _timing(spec, res, ref_mod, ref_model, new_model, device, atol, rtol, snap, stage) -> None:
-    import torch
-
-    # No lock here: check.py holds this device (devices.acquire_device) for the whole run stage.
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
-    buf, pool = inputs.buf, inputs.pool
-    last: dict[int, Any] = {}
-
-    def run_new(i: int) -> None:
-        last[inputs.current] = new_model(*buf)
-
-    kw = _bench_options(spec, device, inputs)
-    stage("timing", what="candidate")
-    threads_a = integ.thread_snapshot()
-    with torch.no_grad():
-        cand = timing_mod.bench(run_new, **kw)
-    sync()
-    res["findings"] += integ.check_threads(threads_a, integ.thread_snapshot())
-    res["timing"] = {"method": cand.pop("method"), "candidate": cand}
-    # before any baseline: torch.compile itself wraps some torch functions (torch.manual_seed)
-    res["findings"] += integ.check_harness(snap, "during timing")
-    # outputs of the timed calls, re-checked against the reference for the inputs they were given
-    # (one set at a time, after timing: the reference's outputs are not held during it)
-    bad, out_bytes = [], 0
-    for k in sorted(last):
-        out = last.pop(k)
-        out_bytes = integ.tensor_bytes(integ.flatten(out))
-        with torch.no_grad():
-            expected = ref_model(*pool[k])
-        if not compare(out, expected, atol, rtol)["ok"]:
-            bad.append(k)
-        del out, expected
-    res["checks_run"].append("timed_outputs")
-    if bad:
-        res["findings"].append(integ.finding(
-            "timed_output_mismatch", "outputs of the timed calls are wrong for the inputs they were given "
-            "(the candidate caches results across calls, by pointer, shape or call count)"))
-    last.clear()
-    # work that escaped the timed stream
-    if device == "cuda":
-        res["checks_run"].append("side_stream_timing")
-        if cand["host_median_ms"] > 3 * cand["median_ms"] + 0.05:
-            res["findings"].append(integ.finding(
-                "side_stream_timing", f"the events on the current stream measured {cand['median_ms']:.4f} ms "
-                f"but the call took {cand['host_median_ms']:.4f} ms until the device was idle: work runs on "
-                "another stream or is deferred past the timed interval", confidence="probable"))
-    # physical floor
-    bw, bw_note = integ.peak_bandwidth(device)
-    nbytes = integ.tensor_bytes(pool[0]) + out_bytes
-    res["timing"]["floor_bytes"] = nbytes
-    if bw:
-        floor = nbytes / bw * 1e3
-        res["timing"]["floor_ms"] = floor
-        res["timing"]["floor_note"] = bw_note
-        res["checks_run"].append("physical_floor")
-        if cand["median_ms"] < 0.9 * floor:
-            res["findings"].append(integ.finding(
-                "below_physical_floor", f"measured {cand['median_ms']:.4f} ms, below the physical floor of "
-                f"{floor:.4f} ms ({nbytes / 1e6:.1f} MB of inputs and outputs at {bw_note}): impossible for "
-                "honest work"))
-    # baselines
-    keep_compiled = None
-    base = spec.get("baselines") or (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
-    if base and spec.get("compare_compile") and not base.get("compiled") \
-            and not str(base.get("compile_note", "")).startswith("torch.compile failed"):
-        base = None  # measured without torch.compile: measure again
-    if base and base.get("eager") and cand["median_ms"] > 0:
-        ratio = base["eager"]["median_ms"] / cand["median_ms"]
-        if not 0.1 <= ratio <= 10:  # a cached baseline taken under load would skew every speedup
-            res["notes"].append(f"cached eager baseline gives a {ratio:.3g}x speedup: measured it again")
-            keep_compiled, base = base, None
-    if base:
-        res["timing"]["baselines_cached"] = True
-        res["timing"]["eager"] = base.get("eager")
-        res["timing"]["compiled"] = base.get("compiled")
-        res["timing"]["compile_note"] = base.get("compile_note", "")
-    else:
-        res["timing"].update(measure_baselines(ref_model, inputs, kw, bool(spec.get("compare_compile")), stage,
-                                               keep_compiled))
-        res["timing"]["baselines_cached"] = False

@@ -648,7 +648,7 @@ def main(argv: list[str]) -> int:
 
             result = build_stage(spec)
         elif name == "run":
-            from stitch_mcp.correctness import run_stage
+            from stitch_mcp.judge import run_stage
 
             result = run_stage(spec)
         elif name == "baseline":

@@ -1,0 +1,243 @@
+"""The one door between the judge and the candidate room: typed messages over a Unix socket.
+
+The judge (trusted: stitch_mcp.judge) and the candidate room (untrusted: stitch_mcp.room) are two
+processes. Everything that crosses between them is one of the pydantic models below, framed as a
+4-byte length and JSON, with file descriptors (shared-memory regions, see shared_tensors.py)
+attached to a frame as SCM_RIGHTS. Tensors never travel in a message: the judge hands the room
+shared buffers and names slices of them (`SharedTensor`).
+
+What the room sends back is data the judge validates (shapes, dtypes, its own event times), never
+a verdict: the judge reads the output values from its shared buffers, compares them itself, and
+checks every time the room reports against its own clock. A reply that does not parse, is too
+large, or does not come within the judge's deadline ends the room (`DoorClosed`).
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import socket
+import struct
+import time
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+MAX_FRAME = 1 << 20  # a reply larger than this is not a reply
+MAX_FDS = 16
+JsonScalar = Union[bool, int, float, str, None]
+
+
+class DoorClosed(Exception):
+    """The other side went away, broke the protocol, or missed its deadline."""
+
+
+# ------------------------------------------------------------------ shared tensors
+
+
+class Region(BaseModel):
+    """One shared-memory region: its fd travels with the `Attach` frame, in this order."""
+
+    size: int = Field(ge=0)
+    device: Literal["cpu", "cuda"]
+
+
+class SharedTensor(BaseModel):
+    """A tensor view on a shared region: `region` indexes the regions attached so far."""
+
+    region: int = Field(ge=0)
+    offset: int = Field(ge=0)
+    shape: list[Annotated[int, Field(ge=0)]]
+    dtype: str
+
+
+class Arg(BaseModel):
+    """One positional argument of forward: a shared tensor or a plain value."""
+
+    tensor: SharedTensor | None = None
+    value: JsonScalar = None
+
+
+class OutputMeta(BaseModel):
+    """What the room saw in one flattened output of forward (validated by the judge)."""
+
+    kind: str = Field(description="'tensor', or the Python type name of a non-tensor")
+    value: JsonScalar = None
+    shape: list[int] = Field(default_factory=list)
+    dtype: str = ""
+    device: str = ""
+    plain: bool = Field(True, description="a plain, dense, strided torch.Tensor with storage")
+    detail: str = ""
+    copied: bool = Field(False, description="its values were copied into the judge's buffer")
+    aliases_input: bool = False
+
+
+# ------------------------------------------------------------------ judge -> room
+
+
+class Attach(BaseModel):
+    kind: Literal["attach"] = "attach"
+    regions: list[Region]
+
+
+class Load(BaseModel):
+    """Import the candidate file in the room's folder and build ModelNew(*init_args) on `device`."""
+
+    kind: Literal["load"] = "load"
+    program: str = Field(description="file name inside the room's working folder")
+    model_class: Literal["ModelNew", "Model"] = "ModelNew"
+    init_args: list[Any] = Field(default_factory=list)
+    device: str = "cpu"
+    build_roots: list[str] = Field(default_factory=list, description="read-only build caches to load from")
+
+
+class LoadState(BaseModel):
+    """Copy these shared tensors into the model's parameters/buffers of the same name."""
+
+    kind: Literal["state"] = "state"
+    tensors: dict[str, SharedTensor]
+
+
+class Call(BaseModel):
+    """Run forward(*args); copy each output i into `outputs[i]` when shape and dtype match.
+
+    `timed`: bracket the call with the room's own clock (CUDA events on a GPU) and report it.
+    `poison`: fill the allocator's free memory first, so elements the candidate never writes show.
+    """
+
+    kind: Literal["call"] = "call"
+    args: list[Arg]
+    outputs: list[SharedTensor | None] = Field(default_factory=list)
+    timed: bool = False
+    poison: bool = False
+
+
+class Ping(BaseModel):
+    kind: Literal["ping"] = "ping"
+
+
+class Bye(BaseModel):
+    kind: Literal["bye"] = "bye"
+
+
+Command = Annotated[Union[Attach, Load, LoadState, Call, Ping, Bye], Field(discriminator="kind")]
+
+
+# ------------------------------------------------------------------ room -> judge
+
+
+class Ready(BaseModel):
+    kind: Literal["ready"] = "ready"
+    pid: int = 0
+    torch_version: str = ""
+
+
+class Loaded(BaseModel):
+    kind: Literal["loaded"] = "loaded"
+    state: dict[str, list[int]] = Field(default_factory=dict, description="ModelNew's state_dict shapes")
+    import_s: float = 0.0
+    build_s: float = 0.0
+    extensions: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Called(BaseModel):
+    kind: Literal["called"] = "called"
+    outputs: list[OutputMeta] = Field(default_factory=list)
+    room_ms: float | None = Field(None, description="the room's own time of the call (untrusted)")
+    unwritten: int = 0
+
+
+class Done(BaseModel):
+    kind: Literal["done"] = "done"
+
+
+class Failed(BaseModel):
+    """The candidate raised (or the room could not do what was asked)."""
+
+    kind: Literal["failed"] = "failed"
+    error_kind: str
+    message: str
+    line: int | None = None
+    traceback: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+Reply = Annotated[Union[Ready, Loaded, Called, Done, Failed], Field(discriminator="kind")]
+COMMANDS: TypeAdapter = TypeAdapter(Command)
+REPLIES: TypeAdapter = TypeAdapter(Reply)
+
+
+# ------------------------------------------------------------------ framing
+
+
+class Door:
+    """One end of the socket. `send` a model (with fds); `receive` the next model of `adapter`."""
+
+    def __init__(self, sock: socket.socket, adapter: TypeAdapter):
+        self.sock, self.adapter = sock, adapter
+        self.sock.setblocking(True)
+
+    @classmethod
+    def from_fd(cls, fd: int, adapter: TypeAdapter) -> "Door":
+        return cls(socket.socket(fileno=fd), adapter)
+
+    def send(self, message: BaseModel, fds: list[int] | None = None) -> None:
+        body = message.model_dump_json().encode()
+        frame = struct.pack("!I", len(body)) + body
+        try:
+            if fds:
+                self.sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            else:
+                self.sock.sendall(frame)
+        except OSError as exc:
+            raise DoorClosed(f"the other side is gone ({exc})") from None
+
+    def receive(self, deadline_s: float | None = None) -> tuple[Any, list[int]]:
+        """The next message and any fds that came with it. Raises DoorClosed on EOF, a bad frame,
+        or when `deadline_s` seconds pass first."""
+        end = None if deadline_s is None else time.monotonic() + deadline_s
+        head, fds = self._read(4, end, want_fds=True)
+        (n,) = struct.unpack("!I", head)
+        if n > MAX_FRAME:
+            raise DoorClosed(f"a message of {n} bytes (over {MAX_FRAME})")
+        body, _ = self._read(n, end)
+        try:
+            return self.adapter.validate_python(json.loads(body)), fds
+        except ValueError as exc:  # JSON or pydantic
+            raise DoorClosed(f"a malformed message: {str(exc)[:300]}") from None
+
+    def _read(self, n: int, end: float | None, want_fds: bool = False) -> tuple[bytes, list[int]]:
+        buf, fds = b"", []
+        while len(buf) < n:
+            if end is not None:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise DoorClosed("no answer before the deadline")
+                self.sock.settimeout(left)
+            try:
+                if want_fds and not buf:
+                    data, anc, _, _ = self.sock.recvmsg(n, socket.CMSG_SPACE(MAX_FDS * 4))
+                    for level, kind, payload in anc:
+                        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                            got = array.array("i")
+                            got.frombytes(payload[: len(payload) - len(payload) % 4])
+                            fds.extend(got)
+                else:
+                    data = self.sock.recv(n - len(buf))
+            except (socket.timeout, TimeoutError):
+                raise DoorClosed("no answer before the deadline") from None
+            except OSError as exc:
+                raise DoorClosed(f"the other side is gone ({exc})") from None
+            finally:
+                if end is not None:
+                    self.sock.settimeout(None)
+            if not data:
+                raise DoorClosed("the other side closed the door")
+            buf += data
+        return buf, fds
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

@@ -1,0 +1,654 @@
+"""The judge: the trusted half of the run stage. It never imports candidate code.
+
+It runs in a worker process of the server's (stitch_mcp.worker, stage "run"); the candidate runs
+in a sandboxed room process (stitch_mcp.room) that the judge starts and talks to through one
+typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Read top to bottom:
+
+1. prepare   - start the room (its torch import overlaps ours), import the reference, make the
+               first inputs, build the reference model, warm it up;
+2. load      - the room imports the candidate and builds ModelNew; the reference's weights are
+               copied in through shared buffers;
+3. trials    - per trial the judge draws inputs from seeds it alone knows, copies them into the
+               room's input buffers, asks for one call, clones the output buffers, compares them
+               with its own reference run and with its private copy of the inputs;
+4. findings  - what the trials show: input mutation, unwritten or constant output, non-tensor
+               or aliased outputs, background threads and processes seen from outside;
+5. timing    - every timed call gets inputs never used before; the judge's own clock brackets
+               each call (and its own work between calls) and rejects room times it contradicts;
+               some timed outputs are checked; then the room is closed and the reference timed
+               here, in a process that never loaded candidate code.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stitch_mcp import integrity as integ
+from stitch_mcp.correctness import (
+    StageError,
+    compare,
+    distribute,
+    measure_baselines,
+    near_zero_exploit,
+    perturb_weights,
+    tolerances,
+    TimingInputs,
+    bench_options,
+)
+from stitch_mcp.door import Arg, Attach, Call, LoadState
+from stitch_mcp.judge_room import RoomClient, RoomGone
+from stitch_mcp.shared_tensors import Arena
+from stitch_mcp.timing import L2_FLUSH_BYTES
+
+
+@dataclass
+class Prepared:
+    """What the judge holds for the whole stage."""
+
+    torch: Any
+    device: str
+    ref_mod: Any
+    ref_model: Any
+    init_args: list[Any]
+    first_inputs: list[Any] | None
+    templates: list[Any]
+    atol: float
+    rtol: float
+    warm_finite: bool
+    arena: Arena
+    inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
+    outputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened output
+    state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
+
+
+def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
+    from stitch_mcp.worker import stage
+
+    res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
+    rooms: dict[str, RoomClient] = {}
+    try:
+        stage("import")
+        rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"])
+        if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it
+            rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model")
+        p = _prepare(spec, res)
+        _judge(spec, res, p, rooms, stage)
+    except StageError as exc:
+        res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
+    except RoomGone as exc:
+        res["error"] = {"kind": exc.kind, "message": exc.message}
+    except BaseException as exc:
+        from stitch_mcp.worker import classify_error_text
+
+        found = classify_error_text(f"{type(exc).__name__}: {exc}")
+        res["error"] = {"kind": found[0] if found else "internal",
+                        "message": f"{type(exc).__name__}: {exc}"[:3000] + (f" — {found[1]}" if found else ""),
+                        "traceback": traceback.format_exc()[-4000:]}
+    finally:
+        for r in rooms.values():
+            r.close()
+        if "candidate" in rooms:
+            res["room"] = rooms["candidate"].describe()
+    return res
+
+
+def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+    room = rooms["candidate"]
+    lap = _lap(res["stage_seconds"])
+    stage("candidate_import")
+    _load_candidate(spec, res, p, room)
+    lap("load")
+    stage("correctness")
+    facts = _trials(spec, res, p, room, stage)
+    lap("correctness")
+    stage("integrity")
+    _trial_findings(res, p, facts)
+    res["findings"] += room.process_findings()
+    lap("integrity")
+    clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
+    if spec.get("timing") and clean:
+        stage("timing", what="candidate and eager, interleaved")
+        reference = rooms["reference"]
+        reference.load(spec, p.device, _plain_values(p.init_args))
+        if p.state:
+            _share_state(p, reference)
+        timed = _time_rooms(spec, p, rooms)
+        res["findings"] += room.process_findings()
+        room.close()  # from here on nothing of the candidate runs
+        alone = _time_alone(p, reference, len(timed.reference.room_ms) // 2)
+        reference.close()
+        _judge_times(res, p, timed)
+        _check_timed_outputs(res, p, timed)
+        _physical_floor(res, p, timed)
+        _baselines(spec, res, p, stage, alone)
+        lap("timing")
+    res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
+
+
+def _lap(secs: dict[str, float]):
+    t = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        secs[name] = round(secs.get(name, 0.0) + now - t[0], 4)
+        t[0] = now
+
+    return lap
+
+
+# ------------------------------------------------------------------ 1. prepare
+
+
+def _prepare(spec: dict[str, Any], res: dict[str, Any]) -> Prepared:
+    import torch
+
+    from stitch_mcp.loader import build_model, import_program, init_inputs, make_inputs
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    res["device"] = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    res["device_kind"] = device
+    try:
+        ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
+    except BaseException as exc:
+        raise StageError("reference_error", f"importing the reference failed: {type(exc).__name__}: {exc}") from None
+    for need in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(ref_mod, need):
+            raise StageError("reference_error", f"the reference defines no {need}")
+    try:
+        init_args = init_inputs(ref_mod)
+        first = make_inputs(ref_mod, device, spec["plan"][0][0])
+        ref_model = build_model(ref_mod.Model, init_args, device)
+    except BaseException as exc:
+        raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
+                                            f"{type(exc).__name__}: {exc}") from None
+    with torch.no_grad():
+        warm = _reference(ref_model, first)
+    flat = integ.flatten(warm)
+    templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in flat]
+    out_dtype = next((str(o.dtype).replace("torch.", "") for o in templates if isinstance(o, torch.Tensor)), "")
+    atol, rtol = tolerances(out_dtype, spec)
+    res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
+    finite = all(bool(torch.isfinite(o).all()) for o in flat
+                 if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
+    p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite, Arena(device))
+    p.inputs = p.arena.layout(integ.flatten(first))
+    p.outputs = p.arena.layout(flat)
+    return p
+
+
+def _reference(ref_model, inputs: list[Any]):
+    try:
+        return ref_model(*integ.clone_inputs(inputs))
+    except BaseException as exc:
+        raise StageError("reference_error", f"reference forward raised {type(exc).__name__}: {exc}"[:3000]) from None
+
+
+# ------------------------------------------------------------------ 2. load
+
+
+def _load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> None:
+    init_args = _plain_values(p.init_args)
+    loaded = room.load(spec, p.device, init_args)
+    res["extensions"] = loaded.extensions
+    res["stage_seconds"]["room_load"] = loaded.build_s
+    own = p.ref_model.state_dict()
+    names = [k for k, shape in loaded.state.items()
+             if isinstance(own.get(k), p.torch.Tensor) and list(own[k].shape) == shape]
+    res["copied_state"] = len(names)
+    if names:
+        slots = p.arena.layout([own[k] for k in names])
+        p.state = {k: s for k, s in zip(names, slots) if s is not None}
+        _share_state(p, room)
+
+
+def _plain_values(values: list[Any]) -> list[Any]:
+    """get_init_inputs() as JSON: KernelBench's are numbers, tuples and strings."""
+    out = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            out.append(_plain_values(list(v)))
+        elif isinstance(v, (bool, int, float, str)) or v is None:
+            out.append(v)
+        else:
+            raise StageError("reference_error", f"get_init_inputs() returns a {type(v).__name__}; only numbers, "
+                                                "strings and tuples of them can be passed to the candidate's room")
+    return out
+
+
+def _share_state(p: Prepared, room: RoomClient) -> None:
+    own = p.ref_model.state_dict()
+    with p.torch.no_grad():
+        for name, (_, view) in p.state.items():
+            view.copy_(own[name])
+    _sync(p)
+    _attach(p, room)
+    room.ask(LoadState(tensors={name: spec for name, (spec, _) in p.state.items()}))
+
+
+def _attach(p: Prepared, room: RoomClient) -> None:
+    """Send the room the shared regions made since the last time (their fds ride along)."""
+    regions, fds = p.arena.since(room.attached)
+    if regions:
+        room.ask(Attach(regions=regions), fds)
+        room.attached += len(regions)
+
+
+def _sync(p: Prepared) -> None:
+    if p.device == "cuda":
+        p.torch.cuda.synchronize()
+
+
+# ------------------------------------------------------------------ 3. trials
+
+
+@dataclass
+class TrialFacts:
+    mutated: list[int] = field(default_factory=list)
+    aliased: list[int] = field(default_factory=list)
+    unwritten: list[int] = field(default_factory=list)
+    not_plain: list[str] = field(default_factory=list)
+    fingerprints: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+def _trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient, stage) -> TrialFacts:
+    from stitch_mcp.loader import make_inputs
+
+    facts = TrialFacts()
+    for i, (seed, dist, weights) in enumerate(spec["plan"]):
+        stage("correctness", trial=i)
+        note = ""
+        if weights == "reinit":
+            why = _reinit(p, seed)
+            if not why:
+                _share_state(p, room)
+            else:
+                weights, note = "task", f"weights not re-initialised: {why}"
+        inputs = p.first_inputs if i == 0 else make_inputs(p.ref_mod, p.device, seed)
+        p.first_inputs = None
+        inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
+        trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
+        out, called = _candidate_call(p, room, inputs, facts, i)
+        with p.torch.no_grad():
+            ref_out = _reference(p.ref_model, inputs)
+        result = _compare(out, ref_out, p)
+        if i in facts.unwritten and not result["ok"]:
+            result["problems"].append("some elements were never written (they still hold the poison value)")
+        trial.update(result)
+        if note or dist_note:
+            trial["problems"] = [n for n in (note, dist_note) if n] + trial["problems"]
+        trial["near_zero"] = near_zero_exploit(out, ref_out, p.atol)
+        res["trials"].append(trial)
+        facts.fingerprints.append((integ.fingerprint(integ.flatten(ref_out)[0]),
+                                   integ.fingerprint(integ.flatten(out)[0])))
+        del out, ref_out, inputs
+    return facts
+
+
+def _reinit(p: Prepared, seed: int) -> str:
+    """Fresh weights in the reference, shared with the room; why not, when they cannot be."""
+    own = p.ref_model.state_dict()
+    if not own:
+        return "the model has no parameters"
+    missing = [k for k in own if k not in p.state]
+    if missing:
+        return f"ModelNew's parameters do not match Model's by name ({', '.join(missing[:3])})"
+    perturb_weights(p.ref_model, seed)
+    return ""
+
+
+def _compare(out: Any, ref_out: Any, p: Prepared) -> dict[str, Any]:
+    described = [(k, o) for k, o in enumerate(integ.flatten(out)) if isinstance(o, _Described)]
+    if not described:
+        return compare(out, ref_out, p.atol, p.rtol)
+    refs = integ.flatten(ref_out)
+    problems = []
+    for k, o in described:
+        r = refs[k] if k < len(refs) else None
+        want = f"a {str(r.dtype).replace('torch.', '')} tensor of shape {tuple(r.shape)}" \
+            if isinstance(r, p.torch.Tensor) else "no such output"
+        problems.append(f"output {k} is {o!r}; the reference returns {want}")
+    return {"ok": False, "max_abs_err": None, "max_rel_err": None, "mismatch_fraction": 1.0,
+            "first_mismatch_index": None, "nan_count": 0, "inf_count": 0, "problems": problems}
+
+
+def _distribution(p: Prepared, inputs: list[Any], dist: str, seed: int) -> tuple[list[Any], str, str]:
+    if dist == "task":
+        return inputs, dist, ""
+    try:
+        alt = distribute(inputs, dist, seed, p.device)
+        with p.torch.no_grad():
+            alt_ref = _reference(p.ref_model, alt)
+        ok = all(bool(p.torch.isfinite(o).all()) for o in integ.flatten(alt_ref)
+                 if isinstance(o, p.torch.Tensor) and (o.is_floating_point() or o.is_complex()))
+        if ok or not p.warm_finite:
+            return alt, dist, ""
+        return inputs, "task", f"{dist} inputs make the reference non-finite; used the task's inputs"
+    except StageError:
+        return inputs, "task", f"the reference rejects {dist} inputs; used the task's inputs"
+
+
+def _put_inputs(p: Prepared, inputs: list[Any]) -> list[Arg]:
+    """Copy the inputs into the room's shared buffers; the judge keeps `inputs` as they are."""
+    args = []
+    for value, slot in zip(integ.flatten(inputs), p.inputs):
+        if slot is None or not isinstance(value, p.torch.Tensor):
+            args.append(Arg(value=value if isinstance(value, (bool, int, float, str)) or value is None else None))
+        else:
+            spec, view = slot
+            view.copy_(value)
+            args.append(Arg(tensor=spec))
+    return args
+
+
+def _fill_poison(p: Prepared) -> None:
+    for slot, t in zip(p.outputs, p.templates):
+        if slot is not None:
+            slot[1].copy_(integ.poisoned_like(t, p.device))
+
+
+def _candidate_call(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, i: int):
+    """One call in the room on a copy of `inputs`; the outputs as the judge's own tensors (cloned
+    from the shared buffers; non-tensors from the reply; None where nothing usable came back)."""
+    _attach(p, room)
+    args = _put_inputs(p, inputs)
+    _fill_poison(p)
+    _sync(p)
+    called = room.call(Call(args=args, outputs=[s[0] if s else None for s in p.outputs], poison=True))
+    _sync(p)
+    outs: list[Any] = []
+    for k, meta in enumerate(called.outputs):
+        slot = p.outputs[k] if k < len(p.outputs) else None
+        if meta.kind != "tensor":
+            outs.append(meta.value)
+            continue
+        if not meta.plain:
+            facts.not_plain.append(f"output {k}: {meta.detail}")
+        if meta.aliases_input:
+            facts.aliased.append(i)
+        if meta.copied and slot is not None:
+            clone = slot[1].clone()
+            if integ.unwritten_count(clone):
+                facts.unwritten.append(i)
+            outs.append(clone)
+        else:  # the wrong shape or dtype: described, so compare() names the mismatch
+            outs.append(_Described(meta))
+    if any(not integ.same_bits(v, s[1]) for v, s in zip(integ.flatten(inputs), p.inputs)
+           if s is not None and isinstance(v, p.torch.Tensor)):
+        facts.mutated.append(i)
+    return (outs[0] if len(outs) == 1 else tuple(outs)), called
+
+
+class _Described:
+    """An output the judge could not read (wrong shape/dtype, not a plain tensor)."""
+
+    def __init__(self, meta):
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        m = self.meta
+        return f"a {m.dtype} tensor of shape {tuple(m.shape)} on {m.device}" + (f" ({m.detail})" if m.detail else "")
+
+
+# ------------------------------------------------------------------ 4. findings
+
+
+def _trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
+    f = integ.finding
+    res["checks_run"] += ["input_mutation", "unwritten_output", "plain_tensor", "output_varies",
+                          "tolerance_exploit", "background_processes"]
+    if facts.mutated:
+        res["findings"].append(f("input_mutation", f"the candidate modified its inputs in place (trials "
+                                                   f"{facts.mutated}); write results to new tensors"))
+    if facts.aliased:
+        res["findings"].append(f("output_aliases_input", "an output shares storage with an input (a view or the "
+                                                         "input itself); return a new tensor"))
+    if facts.unwritten and not all(t["ok"] for t in res["trials"]):
+        res["findings"].append(f(
+            "unwritten_output", "part of the output was never written (it kept the poison value put into free "
+            "memory); make every thread write its element and check the grid covers the output"))
+    if facts.not_plain:
+        res["findings"].append(f("tensor_subclass", "outputs must be plain dense torch.Tensors with storage: "
+                                 + "; ".join(facts.not_plain[:3])))
+    if any(t.get("near_zero") for t in res["trials"]):
+        res["findings"].append(f(
+            "tolerance_exploit", "the reference's output is within the tolerance of zero and the candidate's "
+            "output does not follow it (it passes only because the tolerance is loose), e.g. a constant output",
+            confidence="probable"))
+    ref_fps = [r for r, _ in facts.fingerprints if r is not None]
+    cand_fps = [c for _, c in facts.fingerprints if c is not None]
+    if len(ref_fps) >= 2 and len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1:
+        res["findings"].append(f("constant_output", "the candidate returned the same output for different inputs "
+                                                    "while the reference's changed: the output does not depend on "
+                                                    "the input"))
+
+
+# ------------------------------------------------------------------ 5. timing
+
+
+@dataclass
+class Lane:
+    """One room's timed calls: its own times (untrusted for the candidate), the judge's wall time
+    of each call, and the judge's own work after each call (fresh inputs, L2 flush, sync)."""
+
+    room_ms: list[float] = field(default_factory=list)
+    wall_ms: list[float] = field(default_factory=list)
+    after_ms: list[float] = field(default_factory=list)
+    block_medians: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Timed:
+    reference: Lane
+    candidate: Lane
+    checked: dict[int, Any] = field(default_factory=dict)  # seed -> the judge's clone of that output
+    out_bytes: int = 0
+    in_bytes: int = 0
+
+
+BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
+
+
+def _time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) -> Timed:
+    """The candidate's room (B) and the reference's room (A), timed in alternating blocks on the
+    same fresh inputs (a seed drawn now for each call, never seen before by either room). The
+    judge's clock brackets every call; some candidate outputs are cloned for checking, chosen
+    after the call. Ends when both spreads are small, after `timing_iters` calls, or after 4 s."""
+    torch = p.torch
+    n_max = int(spec.get("timing_iters") or 100)
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
+    out_specs = [s[0] if s else None for s in p.outputs]
+    t = Timed(Lane(), Lane())
+    for room in rooms.values():
+        _attach(p, room)
+    started = time.monotonic()
+    args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
+    for which in ("reference", "candidate"):  # warm-up, untimed
+        for _ in range(2):
+            rooms[which].call(Call(args=args, outputs=out_specs, timed=True))
+            args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
+    while len(t.candidate.room_ms) < n_max:
+        seeds = [secrets.randbelow(2 ** 31 - 1) for _ in range(BLOCK)]
+        for which in ("reference", "candidate"):
+            lane = getattr(t, which)
+            for seed in seeds:
+                _timed_call(p, rooms[which], lane, seed, flush, out_specs)
+                if which == "candidate" and (secrets.randbelow(8) == 0 or len(t.checked) < 2):
+                    _clone_outputs(p, t, seed)
+            lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
+        n = len(t.candidate.room_ms)
+        if n >= 10 and (max(_spread(t.candidate.room_ms), _spread(t.reference.room_ms)) < 0.02
+                        or time.monotonic() - started > 4.0):
+            break
+    t.in_bytes = integ.tensor_bytes([s[1] for s in p.inputs if s is not None])
+    return t
+
+
+def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs) -> None:
+    args, gap_ms = _gap(p, flush, seed)
+    if lane.wall_ms:
+        lane.after_ms.append(gap_ms)
+    h0 = time.perf_counter()
+    called = room.call(Call(args=args, outputs=out_specs, timed=True))
+    lane.wall_ms.append((time.perf_counter() - h0) * 1e3)
+    if called.room_ms is None or not called.room_ms >= 0:
+        raise RoomGone("timing_forgery", "the room reported no time for a timed call")
+    lane.room_ms.append(float(called.room_ms))
+
+
+def _time_alone(p: Prepared, room: RoomClient, calls: int) -> Lane:
+    """The reference's room timed again once the candidate's room is gone: the clean eager time."""
+    flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
+    out_specs = [s[0] if s else None for s in p.outputs]
+    lane = Lane()
+    for _ in range(max(calls, 10)):
+        _timed_call(p, room, lane, secrets.randbelow(2 ** 31 - 1), flush, out_specs)
+    return lane
+
+
+def _gap(p: Prepared, flush, seed: int) -> tuple[list[Arg], float]:
+    """The judge's own work between timed calls: fresh inputs into the shared buffers, the L2
+    cache flushed, the device synchronised. Returns the call's arguments and how long it took."""
+    from stitch_mcp.loader import make_inputs
+
+    h0 = time.perf_counter()
+    fresh = make_inputs(p.ref_mod, p.device, seed)
+    args = _put_inputs(p, fresh)
+    del fresh
+    if flush is not None:
+        flush.zero_()
+    _sync(p)
+    return args, (time.perf_counter() - h0) * 1e3
+
+
+def _clone_outputs(p: Prepared, t: Timed, seed: int) -> None:
+    t.checked[seed] = [s[1].clone() if s is not None else None for s in p.outputs]
+    _sync(p)
+    t.out_bytes = integ.tensor_bytes([c for c in t.checked[seed] if c is not None])
+
+
+def _spread(times: list[float]) -> float:
+    if len(times) < 4:
+        return 1.0
+    q = statistics.quantiles(sorted(times), n=4, method="inclusive")
+    med = statistics.median(times)
+    return (q[2] - q[0]) / med if med > 0 else 0.0
+
+
+def _stats(times: list[float]) -> dict[str, float]:
+    s = sorted(times)
+    q = statistics.quantiles(s, n=4, method="inclusive") if len(s) >= 4 else [s[0], 0, s[-1]]
+    mean = statistics.fmean(s)
+    return {"median_ms": statistics.median(s), "iqr_ms": q[2] - q[0], "min_ms": s[0], "calls": len(s),
+            "cv": statistics.pstdev(s) / mean if mean > 0 and len(s) > 1 else 0.0}
+
+
+def _judge_times(res: dict[str, Any], p: Prepared, t: Timed) -> None:
+    """The candidate room's times stand only where the judge's clock agrees. The reference's room
+    is the same kind of process doing the same kind of call at the same moments, so its wall time
+    minus its own time is the door's honest overhead, and the judge's work after its calls is
+    what that work costs when nothing is left running. A candidate whose calls take longer on the
+    judge's clock than its times and that overhead allow, or after whose calls the judge's own
+    work is slower, is timed at the judge's estimate instead."""
+    a, b = t.reference, t.candidate
+    b_room = statistics.median(b.room_ms)
+    a_over = statistics.median([w - r for w, r in zip(a.wall_ms, a.room_ms)])
+    b_over = statistics.median([w - r for w, r in zip(b.wall_ms, b.room_ms)])
+    a_after, b_after = statistics.median(a.after_ms or [0.0]), statistics.median(b.after_ms or [0.0])
+    hidden = max(0.0, b_over - a_over - max(0.05, 0.1 * b_room))
+    deferred = max(0.0, b_after - a_after - max(0.05, 0.25 * a_after))
+    cand = _stats(b.room_ms)
+    cand["host_median_ms"] = statistics.median(b.wall_ms)
+    eager = _stats(a.room_ms)
+    res["timing"] = {"method": ("CUDA events in each program's room, checked against the judge's clock; eager "
+                                "interleaved with the candidate in blocks of %d; fresh inputs and an L2 flush "
+                                "before every call" % BLOCK if p.device == "cuda" else
+                                "each room's perf_counter, checked against the judge's clock; eager interleaved "
+                                "with the candidate in blocks of %d; fresh inputs every call" % BLOCK),
+                     "candidate": cand, "eager": eager,
+                     "eager_block_spread": _block_spread(a.block_medians),
+                     "candidate_block_spread": _block_spread(b.block_medians),
+                     "bracket": {"overhead_ms": b_over, "reference_overhead_ms": a_over,
+                                 "after_ms": b_after, "reference_after_ms": a_after}}
+    res["checks_run"].append("timing_bracket")
+    if hidden or deferred:
+        estimate = b_room + hidden + deferred
+        why = (f"each call took {b_over:.4f} ms longer on the judge's clock than the room reported, against "
+               f"{a_over:.4f} ms for the reference's room" if hidden else
+               f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
+               "went on after the room answered")
+        res["findings"].append(integ.finding(
+            "timing_contradicted", f"{why}; the candidate is timed at the judge's estimate of {estimate:.4f} ms "
+            f"instead of {b_room:.4f} ms (work on an unjoined stream, deferred past the call, or forged times)",
+            severity="warning", confidence="probable"))
+        scale = estimate / b_room if b_room > 0 else 1.0
+        cand.update({k: cand[k] * scale for k in ("median_ms", "iqr_ms", "min_ms")})
+
+
+def _block_spread(medians: list[float]) -> float:
+    """Max/min of the per-block medians, minus 1: how much the time moved during the run."""
+    return round(max(medians) / min(medians) - 1, 4) if medians and min(medians) > 0 else 0.0
+
+
+def _check_timed_outputs(res: dict[str, Any], p: Prepared, t: Timed) -> None:
+    from stitch_mcp.loader import make_inputs
+
+    bad = []
+    for seed, outs in t.checked.items():
+        inputs = make_inputs(p.ref_mod, p.device, seed)
+        with p.torch.no_grad():
+            expected = _reference(p.ref_model, inputs)
+        got = outs[0] if len(outs) == 1 else tuple(outs)
+        if any(o is None for o in outs) or not compare(got, expected, p.atol, p.rtol)["ok"]:
+            bad.append(seed)
+        del inputs, expected
+    res["checks_run"].append("timed_outputs")
+    if bad:
+        res["findings"].append(integ.finding(
+            "timed_output_mismatch", f"outputs of {len(bad)} of the {len(t.checked)} checked timed calls are wrong "
+            "for the inputs they were given (results cached across calls, or work deferred past the call)"))
+
+
+def _physical_floor(res: dict[str, Any], p: Prepared, t: Timed) -> None:
+    bw, note = integ.peak_bandwidth(p.device)
+    nbytes = t.in_bytes + t.out_bytes
+    res["timing"]["floor_bytes"] = nbytes
+    if not bw:
+        return
+    floor = nbytes / bw * 1e3
+    res["timing"]["floor_ms"], res["timing"]["floor_note"] = floor, note
+    res["checks_run"].append("physical_floor")
+    measured = res["timing"]["candidate"]["median_ms"]
+    if measured < 0.9 * floor:
+        res["findings"].append(integ.finding(
+            "below_physical_floor", f"measured {measured:.4f} ms, below the physical floor of {floor:.4f} ms "
+            f"({nbytes / 1e6:.1f} MB of inputs and outputs at {note}): impossible for honest work"))
+
+
+def _baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alone: Lane) -> None:
+    """Eager: the interleaved time, or the reference's room timed alone after the candidate's room
+    was ended where that is lower (slowing the reference's room down gains the candidate nothing).
+    torch.compile: timed here, after the rooms are gone, and cached per task by check.py."""
+    timing = res["timing"]
+    alone_stats = _stats(alone.room_ms)
+    if alone_stats["median_ms"] < timing["eager"]["median_ms"]:
+        timing["eager_note"] = (f"eager timed {timing['eager']['median_ms']:.4g} ms beside the candidate and "
+                                f"{alone_stats['median_ms']:.4g} ms alone; the lower is used")
+        timing["eager"] = alone_stats
+    if not spec.get("compare_compile"):
+        return
+    base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
+    if not base or not (base.get("compiled") or str(base.get("compile_note", "")).startswith("torch.compile failed")):
+        stage("timing", what="torch.compile")
+        inputs = TimingInputs(p.ref_mod, p.device, spec["timing_seeds"])
+        base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), True, stage)
+        timing["clean_baselines"] = base  # check.py caches these for the task
+    timing["baselines_cached"] = "clean_baselines" not in timing
+    timing["compiled"], timing["compile_note"] = base.get("compiled"), base.get("compile_note", "")

@@ -1,0 +1,352 @@
+"""The judge's handle on the candidate room: start it sandboxed, talk through the door, watch it
+from outside, and end it with everything it started.
+
+The room is a separate process tree (`python -m stitch_mcp.room`) started through
+stitch_mcp.sandbox: another uid, its own pid/network/mount namespaces where the host allows, an
+allow-listed environment, and no file descriptor of the judge's but its end of the door and its
+output pipes. The judge is a child subreaper, so anything the room starts that escapes the room's
+process group is still the judge's descendant and is killed with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from stitch_mcp.correctness import StageError
+from stitch_mcp.door import REPLIES, Arg, Call, Called, Door, DoorClosed, Failed, Load, Loaded, Ready
+from stitch_mcp.worker import PACKAGE_ROOT, _Capture, classify_error_text, describe_signal
+
+READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
+CALL_S = 120.0
+FLOOD_BYTES = 32 * 1024 * 1024
+ROOM_ENV = ("CUDA_VISIBLE_DEVICES", "OMP_WAIT_POLICY", "CUDA_MODULE_LOADING", "PYTORCH_NVML_BASED_CUDA_CHECK", "TORCH_CUDA_ARCH_LIST",
+            "CUDA_HOME", "CUDA_PATH", "CXX", "CC", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS",
+            "MAX_JOBS", "CPATH", "LIBRARY_PATH", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES")
+
+
+class RoomGone(Exception):
+    """The room died, hung, flooded its output or broke the protocol: a verdict of `error`."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+class RoomReport(BaseModel):
+    """How the room ran, for the report: the isolation it had and how it ended."""
+
+    isolation: str = ""
+    mechanisms: list[str] = []
+    returncode: int | None = None
+    output: str = ""
+
+
+def _become_subreaper() -> None:
+    try:
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+class RoomClient:
+    def __init__(self, proc: subprocess.Popen, door: Door, workdir: Path, isolation: Any, deadline: float,
+                 model_class: str):
+        self.proc, self.door, self.workdir = proc, door, workdir
+        self.model_class = model_class
+        self.isolation = isolation
+        self.deadline = deadline
+        self.capture = _Capture(proc.stdout, FLOOD_BYTES, self._flooded)
+        self.flooded = False
+        self.ready: Ready | None = None
+        self.baseline_threads = 0
+        self.closed = False
+        self.attached = 0  # shared regions this room has mapped
+
+    # -------------------------------------------------------------- start and end
+
+    @classmethod
+    def start(cls, spec: dict[str, Any], source: str, model_class: str = "ModelNew") -> "RoomClient":
+        """A room for `source` (the candidate; or the reference, `model_class="Model"`, whose
+        room times the eager baseline under the same conditions as the candidate's)."""
+        global _own_children
+        if _own_children is None:
+            import psutil
+
+            _own_children = {c.pid for c in psutil.Process().children()}
+        _become_subreaper()
+        parent = Path(spec.get("room_parent") or tempfile.gettempdir())
+        parent.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix="room-", dir=parent))
+        (workdir / "candidate.py").write_text(source, encoding="utf-8")
+        judge_end, room_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = {k: os.environ[k] for k in ROOM_ENV if k in os.environ}
+        env.update({"STITCH_DOOR_FD": str(room_end.fileno()), "PYTHONPATH": str(PACKAGE_ROOT),
+                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                    "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
+        argv = [sys.executable, "-m", "stitch_mcp.room"]
+        command = _sandboxed(argv, workdir, env, spec)
+        proc = subprocess.Popen(command.argv, cwd=str(workdir), env=command.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(room_end.fileno(),),
+                                start_new_session=True, close_fds=True, preexec_fn=command.preexec_fn)
+        room_end.close()
+        _live_rooms.add(proc.pid)
+        deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
+        return cls(proc, Door(judge_end, REPLIES), workdir, command.isolation, deadline, model_class)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.door.close()
+        _live_rooms.discard(self.proc.pid)
+        _kill_tree(self.proc)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self.capture.thread.join(timeout=5)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def describe(self) -> dict[str, Any]:
+        iso = self.isolation
+        return RoomReport(isolation=getattr(iso, "level", "none"), mechanisms=list(getattr(iso, "mechanisms", [])),
+                          returncode=self.proc.returncode, output=self.capture.text()[-4000:]).model_dump()
+
+    def _flooded(self) -> None:
+        self.flooded = True
+        _kill_tree(self.proc)
+
+    # -------------------------------------------------------------- the door
+
+    def ask(self, command: BaseModel, fds: list[int] | None = None, deadline_s: float = CALL_S) -> Any:
+        """Send a command, return the room's reply; a Failed reply raises StageError (the
+        candidate's own failure), a broken door raises RoomGone (how the room ended)."""
+        if self.ready is None:
+            self.ready = self._receive(READY_S, Ready)
+        try:
+            self.door.send(command, fds)
+        except DoorClosed as exc:
+            raise self._gone(str(exc), timed_out=False) from None
+        reply = self._receive(deadline_s, None)
+        if isinstance(reply, Failed):
+            raise StageError(reply.error_kind, reply.message, line=reply.line, traceback=reply.traceback,
+                             **reply.extra)
+        return reply
+
+    def _receive(self, deadline_s: float, want: type | None) -> Any:
+        left = min(deadline_s, self.deadline - time.monotonic())
+        try:
+            reply, fds = self.door.receive(max(left, 0.001))
+        except DoorClosed as exc:
+            raise self._gone(str(exc), timed_out=time.monotonic() >= self.deadline or "deadline" in str(exc))
+        for fd in fds:  # the room has no business sending us file descriptors
+            os.close(fd)
+        if want is not None and not isinstance(reply, want):
+            raise RoomGone("protocol", f"the room answered {reply.kind!r} out of turn")
+        return reply
+
+    def _gone(self, why: str, timed_out: bool) -> RoomGone:
+        if timed_out:
+            _kill_tree(self.proc)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_tree(self.proc)
+        self.capture.thread.join(timeout=2)
+        output, code = self.capture.text(), self.proc.returncode
+        if self.flooded:
+            return RoomGone("output_flood", f"the candidate flooded its output (over {FLOOD_BYTES >> 20} MB); "
+                                            "remove debug printing")
+        if timed_out:
+            return RoomGone("timeout", "timed out waiting for the candidate (a hung kernel, an infinite loop, a "
+                                       "deadlock or a very slow lazy build)")
+        found = classify_error_text(output)
+        if code is not None and code < 0:
+            kind, message = describe_signal(-code)
+            if found and kind in ("abort", "killed"):
+                kind, message = found
+            return RoomGone(kind, message.replace("the worker", "the candidate's process"))
+        if found:
+            return RoomGone(*found)
+        return RoomGone("os_exit", f"the candidate's process ended (status {code}) without answering ({why}): "
+                                   "os._exit or sys.exit called by the candidate, or a fatal error")
+
+    def load(self, spec: dict[str, Any], device: str, init_args: list[Any]) -> Loaded:
+        loaded = self.ask(Load(program="candidate.py", model_class=self.model_class, init_args=init_args, device=device,
+                               build_roots=[spec["build_root"]]),
+                          deadline_s=max(self.deadline - time.monotonic(), 1.0))
+        self.baseline_threads = self._threads()
+        return loaded
+
+    def call(self, command: Call) -> Called:
+        reply = self.ask(command)
+        if not isinstance(reply, Called):
+            raise RoomGone("protocol", f"the room answered {reply.kind!r} to a call")
+        return reply
+
+    def echo_ms(self, rounds: int = 20) -> float:
+        """The door's own round trip for a call-sized message, through a trusted echo process
+        of the same kind (not the room, which could slow its answers to widen the margin)."""
+        return _echo_round_trip(Call(args=[Arg(value=0)], timed=True), rounds)
+
+    # -------------------------------------------------------------- seen from outside
+
+    def _room_processes(self) -> list[Any]:
+        import psutil
+
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True) + [psutil.Process(self.proc.pid)]
+        except psutil.Error:
+            return []
+
+    def _threads(self) -> int:
+        total = 0
+        for p in self._room_processes():
+            try:
+                total += p.num_threads()
+            except Exception:
+                pass
+        return total
+
+    def process_findings(self) -> list[dict[str, Any]]:
+        """Processes the candidate started that are still running, seen from the judge's side."""
+        from stitch_mcp.integrity import finding
+
+        procs = self._room_processes()
+        stray = [p for p in procs if _is_stray(p)]
+        if stray:
+            names = sorted({_name(p) for p in stray})
+            return [finding("background_processes", f"the candidate started {len(stray)} process(es) still "
+                                                    f"running after its calls ({', '.join(names[:4])})")]
+        return []
+
+
+def _name(p) -> str:
+    try:
+        return p.name()
+    except Exception:
+        return "?"
+
+
+def _is_stray(p) -> bool:
+    """A process in the room's tree that is neither the sandbox's own nor the room itself."""
+    try:
+        cmd = " ".join(p.cmdline())
+    except Exception:
+        return False
+    return not ("stitch_mcp.room" in cmd or cmd.startswith(("bwrap", "unshare", "setpriv")) or
+                os.path.basename(p.cmdline()[0] if p.cmdline() else "") in ("bwrap", "unshare", "setpriv"))
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    import psutil
+
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        kids = []
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for k in kids:
+        try:
+            k.kill()
+        except psutil.Error:
+            pass
+    _reap_orphans()
+
+
+_live_rooms: set[int] = set()  # pids of the rooms this judge has open
+_own_children: set[int] | None = None  # the judge's children before any room (its watchdog)
+
+
+def _reap_orphans() -> None:
+    """Kill what rooms left re-parented to us (we are a subreaper): any child of ours that is
+    neither a live room nor one we had before the first room started. Then collect them."""
+    import psutil
+
+    try:
+        for child in psutil.Process().children():
+            if child.pid not in _live_rooms and child.pid not in (_own_children or set()):
+                try:
+                    for k in child.children(recursive=True) + [child]:
+                        k.kill()
+                except psutil.Error:
+                    pass
+    except psutil.Error:
+        pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# ------------------------------------------------------------------ sandbox and echo
+
+
+class _Plain(BaseModel):
+    argv: list[str]
+    env: dict[str, str]
+    isolation: Any = None
+    preexec_fn: Any = None
+
+
+def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], spec: dict[str, Any]):
+    """The room's command line inside the strongest sandbox this host allows."""
+    try:
+        from stitch_mcp.sandbox import SandboxPolicy, sandboxed
+    except ImportError:
+        return _Plain(argv=argv, env={**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir)})
+    policy = SandboxPolicy(workdir=workdir, read_only=[Path(spec["build_root"]), PACKAGE_ROOT],
+                           gpu=bool(spec.get("gpu")), env=env, slot=int(spec.get("slot") or 0))
+    return sandboxed(argv, policy)
+
+
+_ECHO = ("import os,sys\nfrom stitch_mcp.door import COMMANDS,Door,Called\n"
+         "d=Door.from_fd(int(sys.argv[1]),COMMANDS)\n"
+         "while True:\n m,_=d.receive()\n if m.kind=='bye': break\n d.send(Called(room_ms=0.0))\n")
+
+
+def _echo_round_trip(message: Call, rounds: int) -> float:
+    from stitch_mcp.door import Bye
+
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    proc = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                            env={"PYTHONPATH": str(PACKAGE_ROOT), "PATH": os.environ.get("PATH", "")},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    theirs.close()
+    door, times = Door(mine, REPLIES), []
+    try:
+        for i in range(rounds + 3):
+            h0 = time.perf_counter()
+            door.send(message)
+            door.receive(30.0)
+            if i >= 3:
+                times.append((time.perf_counter() - h0) * 1e3)
+        door.send(Bye())
+    except DoorClosed:
+        return 0.0
+    finally:
+        door.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return statistics.median(times) if times else 0.0

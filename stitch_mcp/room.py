@@ -1,0 +1,228 @@
+"""The candidate room: the only process that imports candidate code (`python -m stitch_mcp.room`).
+
+It runs sandboxed (stitch_mcp.sandbox), as another user, with no view of the judge, the server,
+the workspace or the build cache beyond what it is given read-only. It does what the judge asks
+through the door (stitch_mcp.door) and nothing else: import the candidate, build ModelNew, take
+parameters and inputs from shared buffers, run forward, copy outputs into the judge's buffers, and
+time calls on command. Nothing here is trusted: the judge validates every reply against its own
+reference, its own copies and its own clock. The checks below (poisoning free memory, copying an
+output on the current stream before synchronizing) only make an honest mistake show up clearly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from stitch_mcp.door import (
+    COMMANDS,
+    Attach,
+    Bye,
+    Call,
+    Called,
+    Door,
+    DoorClosed,
+    Done,
+    Failed,
+    Load,
+    Loaded,
+    LoadState,
+    OutputMeta,
+    Ping,
+    Ready,
+)
+
+PROGRAM_MODULE = "candidate"
+
+
+class _Room:
+    def __init__(self, door: Door):
+        import torch
+
+        from stitch_mcp.shared_tensors import Attached
+
+        self.torch, self.door = torch, door
+        self.shared = Attached()
+        self.model: Any = None
+        self.device = "cpu"
+
+    # -------------------------------------------------------------- commands
+
+    def serve(self) -> None:
+        handlers = {Attach: self.attach, Load: self.load, LoadState: self.load_state, Call: self.call,
+                    Ping: lambda m, f: Done()}
+        while True:
+            message, fds = self.door.receive()
+            if isinstance(message, Bye):
+                return
+            try:
+                reply = handlers[type(message)](message, fds)
+            except _CandidateError as exc:
+                reply = exc.failed
+            except BaseException as exc:  # the room itself: report, the judge decides
+                reply = _failure("room_error", exc)
+            self.door.send(reply)
+
+    def attach(self, message: Attach, fds: list[int]) -> Done:
+        self.shared.attach(message.regions, fds)
+        return Done()
+
+    def load(self, message: Load, _fds) -> Loaded:
+        from stitch_mcp.build import BuildCache
+
+        torch = self.torch
+        t0 = time.monotonic()
+        self.device = message.device
+        source = Path(message.program).read_text(encoding="utf-8")
+        cache = BuildCache(Path.cwd() / "build", source, allow_build=True,
+                           read_roots=[Path(r) for r in message.build_roots])
+        cache.install()
+        module = _guarded("import", lambda: _import(source))
+        t_import = time.monotonic() - t0
+        cls = getattr(module, message.model_class, None)
+        if cls is None:
+            raise _CandidateError(Failed(error_kind="interface",
+                                         message=f"the candidate defines no class {message.model_class}"))
+        from stitch_mcp.loader import build_model
+
+        with torch.no_grad():
+            self.model = _guarded("init", lambda: build_model(cls, list(message.init_args), self.device))
+        state = {k: list(v.shape) for k, v in self.model.state_dict().items() if isinstance(v, torch.Tensor)}
+        return Loaded(state=state, import_s=round(t_import, 3), build_s=round(time.monotonic() - t0, 3),
+                      extensions=cache.extensions)
+
+    def load_state(self, message: LoadState, _fds) -> Done:
+        torch = self.torch
+        own = self.model.state_dict()
+        with torch.no_grad():
+            for name, spec in message.tensors.items():
+                target = own.get(name)
+                if isinstance(target, torch.Tensor) and list(target.shape) == spec.shape:
+                    target.copy_(self.shared.view(spec))
+        return Done()
+
+    def call(self, message: Call, _fds) -> Called:
+        torch = self.torch
+        args = [self.shared.view(a.tensor) if a.tensor is not None else a.value for a in message.args]
+        targets = [self.shared.view(o) if o is not None else None for o in message.outputs]
+        cuda = self.device.startswith("cuda")
+        if message.poison:
+            _poison_free_memory(targets, self.device)
+        with torch.no_grad():
+            if message.timed and cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                out = _guarded("call", lambda: self.model(*args))
+                end.record()
+            else:
+                h0 = time.perf_counter()
+                out = _guarded("call", lambda: self.model(*args))
+                h1 = time.perf_counter()
+            metas = _copy_outputs(torch, _flatten(torch, out), targets, args)  # before any synchronize
+            if cuda:
+                torch.cuda.synchronize()
+        room_ms = None
+        if message.timed:
+            room_ms = start.elapsed_time(end) if cuda else (h1 - h0) * 1e3
+        return Called(outputs=metas, room_ms=room_ms)
+
+
+class _CandidateError(Exception):
+    def __init__(self, failed: Failed):
+        super().__init__(failed.message)
+        self.failed = failed
+
+
+def _failure(kind: str, exc: BaseException) -> Failed:
+    tb = traceback.extract_tb(exc.__traceback__)
+    line = next((f.lineno for f in reversed(tb) if f.filename.endswith(f"{PROGRAM_MODULE}.py")), None)
+    text = "".join(traceback.format_exception(exc))
+    return Failed(error_kind=kind, message=f"{type(exc).__name__}: {exc}"[:3000], line=line, traceback=text[-6000:])
+
+
+def _guarded(what: str, fn):
+    """Run candidate code; its exceptions become a Failed reply naming what was being done."""
+    from stitch_mcp.build import BuildError, NeedsGPU
+
+    try:
+        return fn()
+    except NeedsGPU as exc:
+        raise _CandidateError(Failed(error_kind="needs_gpu", message=str(exc))) from None
+    except BuildError as exc:
+        raise _CandidateError(Failed(error_kind="compile_error", message=str(exc),
+                                     extra={"log": exc.text[-8000:], "diagnostics": exc.diagnostics})) from None
+    except SyntaxError as exc:
+        raise _CandidateError(Failed(error_kind="syntax_error", message=f"SyntaxError: {exc.msg} (line {exc.lineno})",
+                                     line=exc.lineno)) from None
+    except BaseException as exc:
+        kind = {"import": "import_error", "init": "init_error", "call": "runtime_error"}[what]
+        raise _CandidateError(_failure(kind, exc)) from None
+
+
+def _import(source: str):
+    from stitch_mcp.loader import import_program
+
+    return import_program(source, PROGRAM_MODULE, Path.cwd())
+
+
+def _flatten(torch, value: Any) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(torch, v)]
+    if isinstance(value, dict):
+        return [x for k in sorted(value) for x in _flatten(torch, value[k])]
+    return [value]
+
+
+def _copy_outputs(torch, outputs: list[Any], targets: list[Any], args: list[Any]) -> list[OutputMeta]:
+    input_ptrs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()}
+    metas = []
+    for i, o in enumerate(outputs):
+        if not isinstance(o, torch.Tensor):
+            value = o if isinstance(o, (bool, int, float, str)) or o is None else None
+            metas.append(OutputMeta(kind=type(o).__name__, value=value))
+            continue
+        meta = OutputMeta(kind="tensor", shape=list(o.shape), dtype=str(o.dtype).replace("torch.", ""),
+                          device=str(o.device))
+        plain = type(o) is torch.Tensor or isinstance(o, torch.nn.Parameter)
+        if not plain or o.layout != torch.strided or o.device.type == "meta":
+            meta.plain, meta.detail = False, f"{type(o).__name__} with layout {o.layout} on {o.device}"
+        elif o.numel():
+            meta.aliases_input = o.untyped_storage().data_ptr() in input_ptrs
+        target = targets[i] if i < len(targets) else None
+        if meta.plain and target is not None and target.shape == o.shape and target.dtype == o.dtype:
+            target.copy_(o)
+            meta.copied = True
+        metas.append(meta)
+    return metas
+
+
+def _poison_free_memory(targets: list[Any], device: str) -> None:
+    """Allocate and free poisoned blocks of the outputs' sizes, so that an output the candidate
+    allocates but never fully writes shows the poison (see integrity.POISON_BITS)."""
+    from stitch_mcp.integrity import poison_free_memory
+
+    poison_free_memory([t for t in targets if t is not None], device)
+
+
+def main() -> int:
+    door = Door.from_fd(int(os.environ.pop("STITCH_DOOR_FD")), COMMANDS)
+    import torch
+
+    door.send(Ready(pid=os.getpid(), torch_version=torch.__version__))
+    try:
+        _Room(door).serve()
+    except DoorClosed:
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no candidate atexit handlers, no waiting on its threads
+
+
+if __name__ == "__main__":
+    sys.exit(main())
