@@ -47,7 +47,7 @@ CGROUP_PARENT = CGROUP_ROOT / "stitch-sandbox"
 # A mount point the namespaces level mounts its private root on (inside its own mount namespace).
 NS_ROOT = Path("/tmp/.stitch-sandbox-root")
 # Ambient variables a sandboxed program may inherit from the server; everything else is dropped.
-AMBIENT_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_HOME", "CUDA_PATH")
+AMBIENT_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH")
 # Names a caller must never hand to a sandbox, even on purpose: server secrets and settings.
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|^AWS_|^STITCH_AUTH", re.I)
 SYSTEM_READ_ONLY = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
@@ -312,11 +312,15 @@ def _slot_cgroup(policy: SandboxPolicy) -> Path | None:
     if cgroup_unavailable():
         return None
     folder = CGROUP_PARENT / f"slot-{policy.slot}"
-    folder.mkdir(exist_ok=True)
-    (folder / "memory.max").write_text(str(policy.memory_bytes or "max"))
-    if policy.memory_bytes and (folder / "memory.swap.max").exists():
-        (folder / "memory.swap.max").write_text("0")
-    (folder / "pids.max").write_text(str(policy.pids_max or "max"))
+    try:
+        folder.mkdir(exist_ok=True)
+        (folder / "memory.max").write_text(str(policy.memory_bytes or "max"))
+        if policy.memory_bytes and (folder / "memory.swap.max").exists():
+            (folder / "memory.swap.max").write_text("0")
+        (folder / "pids.max").write_text(str(policy.pids_max or "max"))
+    except OSError as exc:
+        log.warning("no cgroup for sandbox slot %d: %s", policy.slot, exc)
+        return None
     return folder
 
 
