@@ -185,29 +185,29 @@ def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]
 
 
 def _ns_script(policy: SandboxPolicy) -> str:
-    """The shell the namespaces level runs as its pid 1: build the root bwrap would, then exec into it."""
+    """The shell the namespaces level runs as its pid 1: build the root bwrap would, then exec into it.
+    Folders are made in one `mkdir` and files with a shell redirection: each exec costs milliseconds."""
     r = shlex.quote(str(NS_ROOT))
     lines = ["set -e", f"mount -t tmpfs -o mode=0755 stitch-root {r}", f"cd {r}",
              "mkdir -p -m 0755 proc dev tmp", "mount -t proc proc proc",
              "mount -t tmpfs -o mode=1777 tmp tmp", "mount -t tmpfs -o mode=0755 dev dev",
              "mkdir -m 1777 dev/shm && mount -t tmpfs -o mode=1777 shm dev/shm",
-             "for n in null zero full random urandom tty; do touch dev/$n; mount --bind /dev/$n dev/$n; done",
+             "for n in null zero full random urandom tty; do : > dev/$n; mount --bind /dev/$n dev/$n; done",
              "ln -s /proc/self/fd dev/fd; ln -s /proc/self/fd/0 dev/stdin; ln -s /proc/self/fd/1 dev/stdout; "
              "ln -s /proc/self/fd/2 dev/stderr"]
     made: set[str] = set()
     bound: list[str] = []
     for m in _mount_plan(policy):
         rel = shlex.quote("." + m.dest)
-        for parent in _parents(m.dest, made, bound):
-            lines.append(f"mkdir -m 0755 {shlex.quote('.' + parent)}")
+        parents = [shlex.quote("." + p) for p in _parents(m.dest, made, bound)]
+        if parents:
+            lines.append(f"mkdir -m 0755 {' '.join(parents)}")
         if m.kind == "symlink":
             lines.append(f"ln -s {shlex.quote(m.src)} {rel}")
             continue
         bound.append(m.dest)
-        make = "mkdir" if os.path.isdir(m.src) else "touch"
-        lines.append(f"{make} {rel} && mount --rbind {shlex.quote(m.src)} {rel}")
-        if m.kind == "ro":
-            lines.append(f"mount -o remount,bind,ro {rel}")
+        lines.append(f"[ -e {rel} ] || mkdir {rel}" if os.path.isdir(m.src) else f"[ -e {rel} ] || : > {rel}")
+        lines.append(f"mount --rbind {'-o ro ' if m.kind == 'ro' else ''}{shlex.quote(m.src)} {rel}")
     lines.append(f"mount -o remount,ro {r}")
     return "\n".join(lines)
 
