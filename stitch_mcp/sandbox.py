@@ -62,6 +62,9 @@ class SandboxPolicy(BaseModel):
                                   "(a built extension's folder, the stitch_mcp package, include paths)")
     gpu: bool = Field(False, description="bind the /dev/nvidia* device nodes and /sys read-only")
     network: bool = False
+    pid_namespace: bool = Field(True, description="its own pid namespace; False keeps it in the server's, which "
+                                "legacy CUDA IPC handles need (the driver checks pids); its processes are then "
+                                "found by its uid and cgroup")
     memory_bytes: int | None = Field(None, gt=0, description="cgroup memory.max; RLIMIT_AS without a cgroup "
                                      "(CPU only: CUDA reserves far more address space than it uses)")
     pids_max: int | None = Field(None, gt=0, description="cgroup pids.max and RLIMIT_NPROC")
@@ -166,7 +169,8 @@ def _parents(dest: str, made: set[str], bound: list[str]) -> list[str]:
 
 
 def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]:
-    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+    argv = [bwrap, *(["--unshare-pid"] if policy.pid_namespace else []), "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm"]
     if not policy.network:
@@ -250,7 +254,8 @@ def _level_argv(level: Level, policy: SandboxPolicy, uid: int | None) -> list[st
         return _bwrap_argv(bwrap, policy, uid) + (_drop_privileges(uid) if uid is not None else [])
     if level == "namespaces":
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
-        flags = ["--pid", "--kill-child", "--mount", "--ipc", "--uts"] + ([] if policy.network else ["--net"])
+        flags = ["--mount", "--ipc", "--uts"] + ([] if policy.network else ["--net"])
+        flags += ["--pid", "--kill-child"] if policy.pid_namespace else []
         if uid is None:
             flags = ["--user", "--map-root-user", *flags]
         enter = shlex.join([unshare, f"--root={NS_ROOT}", f"--wd={workdir}", *_drop_privileges(uid)])
@@ -397,13 +402,18 @@ def _try_level(level: Level, uid: int | None) -> str:
     return ""
 
 
-def _describe(level: Level, uid: int | None, network: bool) -> Isolation:
+def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool = True) -> Isolation:
     who = (f"uid {uid} (one per slot), no capabilities, no_new_privs" if uid is not None
            else "the server's uid in a user namespace, no capabilities, no_new_privs")
     mech: list[str] = []
     warn: list[str] = []
     if level in ("bubblewrap", "namespaces"):
-        mech += [who, "pid namespace: sees only its own processes; all of them die with it"]
+        mech.append(who)
+        if pid_namespace:
+            mech.append("pid namespace: sees only its own processes; all of them die with it")
+        else:
+            warn.append("no pid namespace (policy): it sees the host's processes (not other users' "
+                        "environments); kill_sandbox kills its uid's processes and its cgroup")
         mech += [] if network else ["network namespace: no network"]
         mech += ["ipc+uts namespaces", "mount namespace: read-only system, Python and granted paths, "
                  "writable workdir only, private /tmp, /dev/shm and /proc"]
@@ -465,7 +475,7 @@ def sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxedCommand:
     if level == "namespaces":
         NS_ROOT.mkdir(mode=0o700, exist_ok=True)
     cgroup = _slot_cgroup(policy)
-    isolation = _describe(level, uid, policy.network)
+    isolation = _describe(level, uid, policy.network, policy.pid_namespace)
     isolation.warnings += [w for w in base.warnings if w not in isolation.warnings]
     if level in ("uid", "none") and not _warned_weak:
         _warned_weak = True

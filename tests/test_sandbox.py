@@ -144,14 +144,18 @@ def test_each_escape_is_blocked_as_the_level_promises(level, host):
         _kill_leftovers(marker)
 
 
-def test_kill_sandbox_ends_every_process_it_started(level, host):
-    if level == "none":
+@pytest.mark.parametrize("pid_namespace", [True, False], ids=["own-pid-ns", "server-pid-ns"])
+def test_kill_sandbox_ends_every_process_it_started(level, host, pid_namespace):
+    if level == "none" or (level == "uid" and pid_namespace is False):
         pytest.skip("without a pid namespace or a uid of its own, re-parented daemons cannot be found")
+    if not pid_namespace and os.geteuid() != 0:
+        pytest.skip("without a pid namespace only a dedicated uid (root) finds re-parented daemons")
     marker = f"stitch-tree-{uuid.uuid4().hex}"
     code = ("import subprocess, sys, time; "  # the marker is split so that only the children's argv holds it
             f"[subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker[:8]}' + '{marker[8:]}'], "
             "start_new_session=True) for _ in range(3)]; print('up', flush=True); time.sleep(60)")
-    cmd = sandboxed([sys.executable, "-c", code], SandboxPolicy(workdir=host["work"]))
+    cmd = sandboxed([sys.executable, "-c", code], SandboxPolicy(workdir=host["work"], pid_namespace=pid_namespace))
+    assert any("pid namespace" in m for m in cmd.isolation.mechanisms) == (pid_namespace and level != "uid")
     proc = subprocess.Popen(**cmd.popen_kwargs(), stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"up\n"
