@@ -212,7 +212,7 @@ def _ns_script(policy: SandboxPolicy) -> str:
         bound.append(m.dest)
         lines.append(f"[ -e {rel} ] || mkdir {rel}" if os.path.isdir(m.src) else f"[ -e {rel} ] || : > {rel}")
         lines.append(f"mount --rbind {'-o ro ' if m.kind == 'ro' else ''}{shlex.quote(m.src)} {rel}")
-    lines.append(f"mount -o remount,ro {r}")
+    lines.append(f"mount -o remount,bind,ro {r}")
     return "\n".join(lines)
 
 
@@ -394,7 +394,7 @@ def _try_level(level: Level, uid: int | None) -> str:
         return f"exit {out.returncode}: {(out.stderr or out.stdout).strip().splitlines()[-1:] or ''}"
     uid_text, pid_text, *prefixes = out.stdout.split()
     got_uid, got_pid = int(uid_text), int(pid_text)
-    want_uid = uid if uid is not None else os.getuid()
+    want_uid = uid if uid is not None else (0 if level == "namespaces" else os.getuid())  # --map-root-user
     if got_uid != want_uid or (level in ("bubblewrap", "namespaces") and got_pid > 2):
         return f"ran as uid {got_uid} pid {got_pid}, expected uid {want_uid} in a fresh pid namespace"
     if prefixes != [sys.prefix, sys.base_prefix]:  # e.g. an interpreter under /root, unreadable to the uid
@@ -404,7 +404,7 @@ def _try_level(level: Level, uid: int | None) -> str:
 
 def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool = True) -> Isolation:
     who = (f"uid {uid} (one per slot), no capabilities, no_new_privs" if uid is not None
-           else "the server's uid in a user namespace, no capabilities, no_new_privs")
+           else "user namespace (the server's uid outside), no capabilities, no_new_privs")
     mech: list[str] = []
     warn: list[str] = []
     if level in ("bubblewrap", "namespaces"):

@@ -25,9 +25,14 @@ def read(path):
 
 
 def init_environ():
+    """pid 1 is the sandbox's own init (or the program itself): reading it is harmless unless it holds a secret."""
     if os.getpid() == 1:
         raise LookupError("this program is pid 1 itself")
-    return read("/proc/1/environ")
+    with open("/proc/1/environ", "rb") as f:
+        data = f.read()
+    if targets["secret"].encode() in data:
+        return data[:80]
+    raise LookupError("readable, but holds none of the server's secrets")
 
 
 def server_secret_in_environment():
