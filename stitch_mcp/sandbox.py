@@ -19,6 +19,7 @@ command, so Popen keeps its fast spawn path and is safe in a threaded server.
 
 from __future__ import annotations
 
+import errno
 import functools
 import glob
 import logging
@@ -305,12 +306,32 @@ def cgroup_unavailable() -> str:
     try:
         CGROUP_PARENT.mkdir(exist_ok=True)
         for folder in (CGROUP_ROOT, CGROUP_PARENT):
-            control = folder / "cgroup.subtree_control"
-            if not {"memory", "pids"} <= set(control.read_text().split()):
-                control.write_text("+memory +pids")
+            _enable_controllers(folder)
     except OSError as exc:
         return f"cannot create {CGROUP_PARENT} with memory+pids enabled ({exc.strerror or exc})"
     return ""
+
+
+def _enable_controllers(folder: Path) -> None:
+    control = folder / "cgroup.subtree_control"
+    if {"memory", "pids"} <= set(control.read_text().split()):
+        return
+    try:
+        control.write_text("+memory +pids")
+    except OSError as exc:
+        if exc.errno != errno.EBUSY or folder != CGROUP_ROOT:
+            raise
+        # A container's root cgroup that holds processes cannot hand controllers to children ("no internal
+        # processes"): move them into a leaf of their own first, as docker-in-docker does. No limits there.
+        leaf = CGROUP_ROOT / "stitch-server"
+        leaf.mkdir(exist_ok=True)
+        for pid in (CGROUP_ROOT / "cgroup.procs").read_text().split():
+            try:
+                (leaf / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # exited meanwhile
+        log.info("moved this container's processes into %s to enable memory+pids for sandboxes", leaf)
+        control.write_text("+memory +pids")
 
 
 def _slot_cgroup(policy: SandboxPolicy) -> Path | None:

@@ -161,6 +161,9 @@ def test_kill_sandbox_ends_every_process_it_started(level, host, pid_namespace):
     proc = subprocess.Popen(**cmd.popen_kwargs(), stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"up\n"
+        deadline = time.monotonic() + 10
+        while len(_pids_with(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert len(_pids_with(marker)) == 3
         assert kill_sandbox(proc, cmd) is not None
         assert not _wait_gone(marker)
