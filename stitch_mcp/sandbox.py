@@ -28,6 +28,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -45,8 +46,8 @@ Level = Literal["bubblewrap", "namespaces", "uid", "none"]
 LEVELS: tuple[Level, ...] = ("bubblewrap", "namespaces", "uid", "none")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PARENT = CGROUP_ROOT / "stitch-sandbox"
-# A mount point the namespaces level mounts its private root on (inside its own mount namespace).
-NS_ROOT = Path("/tmp/.stitch-sandbox-root")
+# A mount point the namespaces level mounts its private root on (inside its own mount namespace), per uid.
+NS_ROOT = Path(f"/tmp/.stitch-sandbox-root-{os.geteuid()}")
 # Ambient variables a sandboxed program may inherit from the server; everything else is dropped.
 AMBIENT_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH")
 # Names a caller must never hand to a sandbox, even on purpose: server secrets and settings.
@@ -149,6 +150,10 @@ def _mount_plan(policy: SandboxPolicy) -> list[_Mount]:
         if not _covered(path, roots):
             roots.append(path)
             plan.append(_Mount("ro", path, path))
+    for given in map(os.path.abspath, policy.read_only):  # a granted link (/opt/cuda -> cuda-12.4) stays usable
+        parent = os.path.dirname(given)
+        if os.path.islink(given) and os.path.realpath(parent) == parent and not _covered(given, roots):
+            plan.append(_Mount("symlink", os.path.realpath(given), given))
     if policy.gpu:
         for node in sorted(glob.glob("/dev/nvidia*")):
             plan.append(_Mount("dev", node, node))
@@ -218,6 +223,14 @@ def _ns_script(policy: SandboxPolicy) -> str:
 
 
 # ---------------------------------------------------------------- the command, level by level
+
+
+def _make_ns_root() -> None:
+    """The empty folder the namespaces level mounts on: ours, a real folder (not a link planted in /tmp)."""
+    NS_ROOT.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(NS_ROOT)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise RuntimeError(f"{NS_ROOT} is not a folder owned by this user: remove it")
 
 
 def _drop_privileges(uid: int | None) -> list[str]:
@@ -404,7 +417,7 @@ def _try_level(level: Level, uid: int | None) -> str:
     with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp:
         policy = SandboxPolicy(workdir=Path(tmp) / "work")
         _prepare_workdir(policy.workdir, uid)
-        NS_ROOT.mkdir(mode=0o700, exist_ok=True)
+        _make_ns_root()
         argv = _rlimits(policy, uid, None) + _level_argv(level, policy, uid) + [sys.executable, "-c", PROBE_PROGRAM]
         try:
             out = subprocess.run(argv, env=_environment(policy), cwd=policy.workdir, capture_output=True,
@@ -494,7 +507,7 @@ def sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxedCommand:
     uid = slot_uid(policy.slot) if level != "none" else None
     _prepare_workdir(policy.workdir, uid)
     if level == "namespaces":
-        NS_ROOT.mkdir(mode=0o700, exist_ok=True)
+        _make_ns_root()
     cgroup = _slot_cgroup(policy)
     isolation = _describe(level, uid, policy.network, policy.pid_namespace)
     isolation.warnings += [w for w in base.warnings if w not in isolation.warnings]

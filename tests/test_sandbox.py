@@ -192,3 +192,25 @@ def test_a_missing_bwrap_falls_back_and_says_why(monkeypatch):
     finally:
         monkeypatch.delenv("STITCH_BWRAP")
         configure()
+
+
+def test_a_build_sees_its_includes_and_not_the_data_dir(host):
+    """A C++ build in the strongest sandbox here: a granted include folder works; `#include` of a file in the
+    data dir (which would print its lines in the diagnostics) finds nothing."""
+    if probe_isolation().level not in ("bubblewrap", "namespaces"):
+        pytest.skip("no mount namespace here")
+    include = host["data"].parent / f"stitch-include-{uuid.uuid4().hex}"
+    include.mkdir()
+    try:
+        (include / "twice.h").write_text("inline int twice(int x) { return 2 * x; }\n")
+        (host["work"] / "ok.cpp").write_text('#include "twice.h"\nint main() { return twice(2) - 4; }\n')
+        (host["work"] / "leak.cpp").write_text(f'#include "{host["data"] / "workspace.sqlite3"}"\nint main() {{}}\n')
+        policy = SandboxPolicy(workdir=host["work"], read_only=[include])
+        build = sandboxed(["c++", f"-I{include}", "ok.cpp", "-o", "ok"], policy)
+        assert subprocess.run(**build.popen_kwargs(), capture_output=True, timeout=120).returncode == 0
+        assert subprocess.run(**sandboxed(["./ok"], policy).popen_kwargs(), timeout=60).returncode == 0
+        leak = subprocess.run(**sandboxed(["c++", "-c", "leak.cpp"], policy).popen_kwargs(), capture_output=True,
+                              text=True, timeout=120)
+        assert leak.returncode != 0 and "No such file" in leak.stderr and "verdicts" not in leak.stderr
+    finally:
+        shutil.rmtree(include, ignore_errors=True)
