@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import functools
 import glob
+import json
 import logging
 import os
 import re
@@ -128,7 +129,7 @@ def slot_uid(slot: int) -> int | None:
 def _python_prefixes() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              str(Path(os.path.realpath(sys.executable)).parent.parent)}
-    return sorted(paths)
+    return sorted(p for p in paths if p != "/")  # a Python at / would otherwise grant the whole disk
 
 
 def _covered(path: str, roots: list[str]) -> bool:
@@ -392,7 +393,7 @@ def cleanup_cgroup(slot: int, timeout_s: float = 5.0) -> None:
 # ---------------------------------------------------------------- probing and describing
 
 
-PROBE_PROGRAM = "import os, sys; print(os.getuid(), os.getpid(), sys.prefix, sys.base_prefix, flush=True)"
+PROBE_PROGRAM = "import json, os, sys; print(json.dumps([os.getuid(), os.getpid(), sys.prefix, sys.base_prefix]))"
 
 
 def _missing_tools(level: Level, uid: int | None) -> str:
@@ -417,7 +418,11 @@ def _try_level(level: Level, uid: int | None) -> str:
     with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp:
         policy = SandboxPolicy(workdir=Path(tmp) / "work")
         _prepare_workdir(policy.workdir, uid)
-        _make_ns_root()
+        try:
+            if level == "namespaces":
+                _make_ns_root()
+        except (OSError, RuntimeError) as exc:
+            return str(exc)
         argv = _rlimits(policy, uid, None) + _level_argv(level, policy, uid) + [sys.executable, "-c", PROBE_PROGRAM]
         try:
             out = subprocess.run(argv, env=_environment(policy), cwd=policy.workdir, capture_output=True,
@@ -426,8 +431,10 @@ def _try_level(level: Level, uid: int | None) -> str:
             return f"could not start ({exc})"
     if out.returncode != 0:
         return f"exit {out.returncode}: {(out.stderr or out.stdout).strip().splitlines()[-1:] or ''}"
-    uid_text, pid_text, *prefixes = out.stdout.split()
-    got_uid, got_pid = int(uid_text), int(pid_text)
+    try:
+        got_uid, got_pid, *prefixes = json.loads(out.stdout)
+    except ValueError:
+        return f"unexpected output {out.stdout[:200]!r}"
     want_uid = uid if uid is not None else (0 if level == "namespaces" else os.getuid())  # --map-root-user
     if got_uid != want_uid or (level in ("bubblewrap", "namespaces") and got_pid > 2):
         return f"ran as uid {got_uid} pid {got_pid}, expected uid {want_uid} in a fresh pid namespace"
@@ -446,8 +453,9 @@ def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool 
         if pid_namespace:
             mech.append("pid namespace: sees only its own processes; all of them die with it")
         else:
-            warn.append("no pid namespace (policy): it sees the host's processes (not other users' "
-                        "environments); kill_sandbox kills its uid's processes and its cgroup")
+            warn.append("no pid namespace (policy): it sees the host's processes (not other users' environments); "
+                        + ("kill_sandbox kills its uid's processes and its cgroup" if uid is not None else
+                           "processes it re-parents are found only through a cgroup"))
         mech += [] if network else ["network namespace: no network"]
         mech += ["ipc+uts namespaces", "mount namespace: read-only system, Python and granted paths, "
                  "writable workdir only, private /tmp, /dev/shm and /proc"]
