@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     executor: Literal["local", "ray"] = Field("local", description="where verifications run")
     ray_address: str = Field("", description="Ray cluster address for --executor ray")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    sandbox: Literal["auto", "bubblewrap", "namespaces", "uid", "none"] = Field(
+        "auto", description="strongest isolation to try for candidate processes: auto (the best this host "
+                            "allows), or a weaker ceiling; none disables the sandbox")
+    sandbox_uid_base: int = Field(61000, ge=1000, description="as root, sandbox slot N runs as this uid + N")
+    bwrap: str = Field("", description="path of the bubblewrap binary; empty: bwrap on PATH")
 
     @property
     def db_path(self) -> Path:

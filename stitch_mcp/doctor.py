@@ -59,6 +59,18 @@ def counters_line(ncu: str | None) -> DoctorLine:
     return DoctorLine(name="ncu counters", status="ok", detail="not restricted to admins")
 
 
+def isolation_line() -> DoctorLine:
+    """How candidate processes are isolated here (stitch_mcp.sandbox), and what is missing."""
+    from stitch_mcp.sandbox import probe_isolation
+
+    iso = probe_isolation()
+    strong = iso.level in ("bubblewrap", "namespaces")
+    detail = iso.line() + "".join(f"; warning: {w}" for w in iso.warnings)
+    fix = "" if iso.level == "bubblewrap" else ("install bubblewrap (apt-get install bubblewrap) and run as root, "
+                                                "or as a user allowed to create user namespaces")
+    return DoctorLine(name="isolation", status="ok" if strong else "warning", detail=detail, fix=fix)
+
+
 def run_doctor() -> DoctorReport:
     settings = get_settings()
     lines = [gpu_line()]
@@ -95,5 +107,6 @@ def run_doctor() -> DoctorReport:
         present = importlib.util.find_spec(mod) is not None
         lines.append(DoctorLine(name=mod, status="ok" if present else "missing",
                                 fix="" if present else f"pip install {mod}"))
+    lines.append(isolation_line())
     lines.append(DoctorLine(name="workspace", status="ok", detail=str(settings.db_path)))
     return DoctorReport(lines=lines)

@@ -1,0 +1,555 @@
+"""The sandbox candidate (and build) processes run in: the strongest isolation this host allows.
+
+`sandboxed(argv, policy)` turns a command into one the caller starts with `subprocess.Popen(
+**cmd.popen_kwargs())`. Levels, strongest first (`probe_isolation()` says which one this host gets):
+
+- bubblewrap: `bwrap` builds a fresh root holding only read-only system paths, the Python prefixes,
+  the granted paths and the writable workdir, with its own pid, network, ipc and uts namespaces,
+  its own /proc, /tmp and /dev; as root it then drops to a dedicated uid per slot (`setpriv`),
+  as a normal user it runs in a rootless user namespace.
+- namespaces: the same view built by util-linux `unshare` and a short mount script (no bwrap).
+- uid: only another uid (root without namespaces): other users' files and processes are protected
+  by permissions alone; network and the host's /proc are visible.
+- none: rlimits only; the candidate runs as the server's user.
+
+Every level adds rlimits (`prlimit`) and, where cgroup v2 with memory and pids is writable, a cgroup
+per slot. Nothing here needs `preexec_fn`: the placement and limits are execs in front of the
+command, so Popen keeps its fast spawn path and is safe in a threaded server.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import glob
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from stitch_mcp.config import get_settings
+
+log = logging.getLogger(__name__)
+
+Level = Literal["bubblewrap", "namespaces", "uid", "none"]
+LEVELS: tuple[Level, ...] = ("bubblewrap", "namespaces", "uid", "none")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_PARENT = CGROUP_ROOT / "stitch-sandbox"
+# A mount point the namespaces level mounts its private root on (inside its own mount namespace), per uid.
+NS_ROOT = Path(f"/tmp/.stitch-sandbox-root-{os.geteuid()}")
+# Ambient variables a sandboxed program may inherit from the server; everything else is dropped.
+AMBIENT_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH")
+# Names a caller must never hand to a sandbox, even on purpose: server secrets and settings.
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|^AWS_|^STITCH_AUTH", re.I)
+SYSTEM_READ_ONLY = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
+TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class SandboxPolicy(BaseModel):
+    """What one sandboxed process may see and use."""
+
+    workdir: Path = Field(description="the only writable place; also HOME and the working directory")
+    read_only: list[Path] = Field(default_factory=list, description="extra paths it may read "
+                                  "(a built extension's folder, the stitch_mcp package, include paths)")
+    gpu: bool = Field(False, description="bind the /dev/nvidia* device nodes and /sys read-only")
+    network: bool = False
+    pid_namespace: bool = Field(True, description="its own pid namespace; False keeps it in the server's, which "
+                                "legacy CUDA IPC handles need (the driver checks pids); its processes are then "
+                                "found by its uid and cgroup")
+    memory_bytes: int | None = Field(None, gt=0, description="cgroup memory.max; RLIMIT_AS without a cgroup "
+                                     "(CPU only: CUDA reserves far more address space than it uses)")
+    pids_max: int | None = Field(None, gt=0, description="cgroup pids.max and RLIMIT_NPROC")
+    cpu_seconds: int | None = Field(None, gt=0, description="RLIMIT_CPU")
+    file_bytes: int = Field(8 << 30, gt=0, description="RLIMIT_FSIZE: largest file it may write")
+    open_files: int = Field(4096, gt=0, description="RLIMIT_NOFILE")
+    slot: int = Field(0, ge=0, lt=1000, description="which dedicated uid (uid base + slot) and cgroup")
+    env: dict[str, str] = Field(default_factory=dict, description="variables to set on top of the allow-list "
+                                "(CUDA_VISIBLE_DEVICES, PYTHONPATH, ...); secret-looking names are refused")
+
+
+class Isolation(BaseModel):
+    """Which isolation a sandboxed process gets, in words."""
+
+    level: Level
+    mechanisms: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def line(self) -> str:
+        return f"{self.level}: {', '.join(self.mechanisms) or 'nothing'}"
+
+
+class SandboxedCommand(BaseModel):
+    """A command ready for `subprocess.Popen(**cmd.popen_kwargs(pass_fds=...))`."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    isolation: Isolation
+    uid: int | None = Field(None, description="the dedicated uid it runs as; None: the server's")
+    cgroup: Path | None = None
+
+    def popen_kwargs(self, pass_fds: tuple[int, ...] = ()) -> dict:
+        """Popen arguments: its own session (so a process-group kill reaches it), only `pass_fds` inherited
+        (they keep their numbers inside every level)."""
+        return {"args": self.argv, "env": self.env, "cwd": str(self.cwd), "pass_fds": tuple(pass_fds),
+                "close_fds": True, "start_new_session": True}
+
+
+class _Mount(NamedTuple):
+    kind: Literal["ro", "rw", "dev", "symlink"]
+    src: str
+    dest: str
+
+
+def _settings_key() -> tuple[str, str, int, int]:
+    s = get_settings()
+    return s.sandbox, s.bwrap or shutil.which("bwrap") or "", s.sandbox_uid_base, os.geteuid()
+
+
+def slot_uid(slot: int) -> int | None:
+    """The dedicated uid of a slot when running as root, else None (a normal user cannot switch)."""
+    return get_settings().sandbox_uid_base + slot if os.geteuid() == 0 else None
+
+
+# ---------------------------------------------------------------- what the sandbox sees
+
+
+def _python_prefixes() -> list[str]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    return sorted(p for p in paths if p != "/")  # a Python at / would otherwise grant the whole disk
+
+
+def _covered(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _mount_plan(policy: SandboxPolicy) -> list[_Mount]:
+    """Binds in the order they must be made: links, read-only paths (parents first), devices, workdir."""
+    plan: list[_Mount] = []
+    for link in TOP_LEVEL_LINKS:
+        if os.path.islink(link):
+            plan.append(_Mount("symlink", os.readlink(link), link))
+    ro = [*SYSTEM_READ_ONLY, *_python_prefixes(), *map(str, policy.read_only)]
+    ro += [link for link in TOP_LEVEL_LINKS if os.path.isdir(link) and not os.path.islink(link)]
+    if policy.gpu:
+        ro.append("/sys")
+    roots: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in ro if os.path.exists(p)}, key=lambda p: (p.count("/"), p)):
+        if not _covered(path, roots):
+            roots.append(path)
+            plan.append(_Mount("ro", path, path))
+    for given in map(os.path.abspath, policy.read_only):  # a granted link (/opt/cuda -> cuda-12.4) stays usable
+        parent = os.path.dirname(given)
+        if os.path.islink(given) and os.path.realpath(parent) == parent and not _covered(given, roots):
+            plan.append(_Mount("symlink", os.path.realpath(given), given))
+    if policy.gpu:
+        for node in sorted(glob.glob("/dev/nvidia*")):
+            plan.append(_Mount("dev", node, node))
+    workdir = os.path.realpath(policy.workdir)
+    plan.append(_Mount("rw", workdir, workdir))
+    return plan
+
+
+def _parents(dest: str, made: set[str], bound: list[str]) -> list[str]:
+    """Parent folders of `dest` the fresh root still lacks (outside anything already bound)."""
+    out = []
+    for parent in reversed(Path(dest).parents):
+        p = str(parent)
+        if p in ("/", "/tmp", "/dev", "/proc") or p in made or _covered(p, bound):
+            continue
+        made.add(p)
+        out.append(p)
+    return out
+
+
+def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]:
+    argv = [bwrap, *(["--unshare-pid"] if policy.pid_namespace else []), "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm"]
+    if not policy.network:
+        argv.append("--unshare-net")
+    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if uid is not None else ["--unshare-user"]
+    made: set[str] = set()
+    bound: list[str] = []
+    for m in _mount_plan(policy):
+        for parent in _parents(m.dest, made, bound):
+            argv += ["--perms", "0755", "--dir", parent]
+        flag = {"ro": "--ro-bind", "rw": "--bind", "dev": "--dev-bind", "symlink": "--symlink"}[m.kind]
+        argv += [flag, m.src, m.dest]
+        if m.kind != "symlink":
+            bound.append(m.dest)
+    return argv + ["--remount-ro", "/", "--chdir", os.path.realpath(policy.workdir), "--"]
+
+
+def _ns_script(policy: SandboxPolicy) -> str:
+    """The shell the namespaces level runs as its pid 1: build the root bwrap would, then exec into it.
+    Folders are made in one `mkdir` and files with a shell redirection: each exec costs milliseconds."""
+    r = shlex.quote(str(NS_ROOT))
+    lines = ["set -e", f"mount -t tmpfs -o mode=0755 stitch-root {r}", f"cd {r}",
+             "mkdir -p -m 0755 proc dev tmp", "mount -t proc proc proc",
+             "mount -t tmpfs -o mode=1777 tmp tmp", "mount -t tmpfs -o mode=0755 dev dev",
+             "mkdir -m 1777 dev/shm && mount -t tmpfs -o mode=1777 shm dev/shm",
+             "for n in null zero full random urandom tty; do : > dev/$n; mount --bind /dev/$n dev/$n; done",
+             "ln -s /proc/self/fd dev/fd; ln -s /proc/self/fd/0 dev/stdin; ln -s /proc/self/fd/1 dev/stdout; "
+             "ln -s /proc/self/fd/2 dev/stderr"]
+    made: set[str] = set()
+    bound: list[str] = []
+    for m in _mount_plan(policy):
+        rel = shlex.quote("." + m.dest)
+        parents = [shlex.quote("." + p) for p in _parents(m.dest, made, bound)]
+        if parents:
+            lines.append(f"mkdir -m 0755 {' '.join(parents)}")
+        if m.kind == "symlink":
+            lines.append(f"ln -s {shlex.quote(m.src)} {rel}")
+            continue
+        bound.append(m.dest)
+        lines.append(f"[ -e {rel} ] || mkdir {rel}" if os.path.isdir(m.src) else f"[ -e {rel} ] || : > {rel}")
+        lines.append(f"mount --rbind {'-o ro ' if m.kind == 'ro' else ''}{shlex.quote(m.src)} {rel}")
+    lines.append(f"mount -o remount,bind,ro {r}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the command, level by level
+
+
+def _make_ns_root() -> None:
+    """The empty folder the namespaces level mounts on: ours, a real folder (not a link planted in /tmp)."""
+    NS_ROOT.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(NS_ROOT)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise RuntimeError(f"{NS_ROOT} is not a folder owned by this user: remove it")
+
+
+def _drop_privileges(uid: int | None) -> list[str]:
+    """setpriv as the last step before the program: the slot's uid (as root), no capabilities, no_new_privs."""
+    argv = [shutil.which("setpriv") or "/usr/bin/setpriv", "--no-new-privs", "--inh-caps=-all",
+            "--bounding-set=-all"]
+    if uid is not None:
+        argv += [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    return argv + ["--"]
+
+
+def _rlimits(policy: SandboxPolicy, uid: int | None, cgroup: Path | None) -> list[str]:
+    argv = [shutil.which("prlimit") or "/usr/bin/prlimit", "--core=0", f"--nofile={policy.open_files}",
+            f"--fsize={policy.file_bytes}"]
+    if uid is not None:  # RLIMIT_NPROC counts every process of the uid: only meaningful for a dedicated one
+        argv.append(f"--nproc={policy.pids_max or 4096}")
+    if policy.cpu_seconds:
+        argv.append(f"--cpu={policy.cpu_seconds}")
+    if policy.memory_bytes and cgroup is None and not policy.gpu:
+        argv.append(f"--as={policy.memory_bytes}")
+    return argv + ["--"]
+
+
+def _cgroup_placement(cgroup: Path | None) -> list[str]:
+    """Move the (about to exec) process into the slot's cgroup before anything runs: `sh` writes its own pid."""
+    if cgroup is None:
+        return []
+    return ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(cgroup / "cgroup.procs")]
+
+
+def _level_argv(level: Level, policy: SandboxPolicy, uid: int | None) -> list[str]:
+    workdir = os.path.realpath(policy.workdir)
+    if level == "bubblewrap":
+        bwrap = _settings_key()[1]
+        return _bwrap_argv(bwrap, policy, uid) + (_drop_privileges(uid) if uid is not None else [])
+    if level == "namespaces":
+        unshare = shutil.which("unshare") or "/usr/bin/unshare"
+        flags = ["--mount", "--ipc", "--uts"] + ([] if policy.network else ["--net"])
+        flags += ["--pid", "--kill-child"] if policy.pid_namespace else []
+        if uid is None:
+            flags = ["--user", "--map-root-user", *flags]
+        enter = shlex.join([unshare, f"--root={NS_ROOT}", f"--wd={workdir}", *_drop_privileges(uid)])
+        script = _ns_script(policy) + f'\nexec {enter} "$@"'
+        return [unshare, *flags, "--", "/bin/sh", "-c", script, "sh"]
+    if level == "uid":
+        return _drop_privileges(uid)
+    return []
+
+
+def _environment(policy: SandboxPolicy) -> dict[str, str]:
+    refused = sorted(k for k in policy.env if SECRET_NAME.search(k))
+    if refused:
+        raise ValueError(f"refusing to hand secret-looking variables to a sandbox: {', '.join(refused)}")
+    env = {k: v for k, v in os.environ.items() if k in AMBIENT_ALLOWED or k.startswith("LC_")}
+    env.setdefault("PATH", os.defpath)
+    env.update(policy.env)
+    workdir = os.path.realpath(policy.workdir)
+    env.update(HOME=workdir, TMPDIR=os.path.join(workdir, "tmp"), USER="sandbox", LOGNAME="sandbox")
+    return env
+
+
+def _prepare_workdir(workdir: Path, uid: int | None) -> None:
+    """Create the workdir and its tmp/, owned by the slot's uid (as root) and private to it."""
+    (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+    if uid is None:
+        return
+    os.chown(workdir, uid, uid)
+    os.chmod(workdir, 0o700)
+    for folder, dirs, files in os.walk(workdir):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+# ---------------------------------------------------------------- cgroup v2 (memory + pids per slot)
+
+
+@functools.lru_cache(maxsize=1)
+def cgroup_unavailable() -> str:
+    """Why no per-slot cgroup can be made here ('' when it can): needs cgroup v2 with memory and pids,
+    writable, and those controllers enabled for children of /sys/fs/cgroup."""
+    controllers = CGROUP_ROOT / "cgroup.controllers"
+    if not controllers.exists():
+        return "no cgroup v2 at /sys/fs/cgroup"
+    if not {"memory", "pids"} <= set(controllers.read_text().split()):
+        return f"cgroup v2 lacks the memory or pids controller ({controllers.read_text().strip()})"
+    try:
+        CGROUP_PARENT.mkdir(exist_ok=True)
+        for folder in (CGROUP_ROOT, CGROUP_PARENT):
+            _enable_controllers(folder)
+    except OSError as exc:
+        return f"cannot create {CGROUP_PARENT} with memory+pids enabled ({exc.strerror or exc})"
+    return ""
+
+
+def _enable_controllers(folder: Path) -> None:
+    control = folder / "cgroup.subtree_control"
+    if {"memory", "pids"} <= set(control.read_text().split()):
+        return
+    try:
+        control.write_text("+memory +pids")
+    except OSError as exc:
+        if exc.errno != errno.EBUSY or folder != CGROUP_ROOT:
+            raise
+        # A container's root cgroup that holds processes cannot hand controllers to children ("no internal
+        # processes"): move them into a leaf of their own first, as docker-in-docker does. No limits there.
+        leaf = CGROUP_ROOT / "stitch-server"
+        leaf.mkdir(exist_ok=True)
+        for pid in (CGROUP_ROOT / "cgroup.procs").read_text().split():
+            try:
+                (leaf / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # exited meanwhile
+        log.info("moved this container's processes into %s to enable memory+pids for sandboxes", leaf)
+        control.write_text("+memory +pids")
+
+
+def _slot_cgroup(policy: SandboxPolicy) -> Path | None:
+    if cgroup_unavailable():
+        return None
+    folder = CGROUP_PARENT / f"slot-{policy.slot}"
+    try:
+        folder.mkdir(exist_ok=True)
+        (folder / "memory.max").write_text(str(policy.memory_bytes or "max"))
+        if policy.memory_bytes and (folder / "memory.swap.max").exists():
+            (folder / "memory.swap.max").write_text("0")
+        (folder / "pids.max").write_text(str(policy.pids_max or "max"))
+    except OSError as exc:
+        log.warning("no cgroup for sandbox slot %d: %s", policy.slot, exc)
+        return None
+    return folder
+
+
+def _kill_cgroup(folder: Path) -> None:
+    if (folder / "cgroup.kill").exists():
+        (folder / "cgroup.kill").write_text("1")
+        return
+    for pid in (folder / "cgroup.procs").read_text().split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def cleanup_cgroup(slot: int, timeout_s: float = 5.0) -> None:
+    """Kill whatever is left in a slot's cgroup and remove it (call once the slot is retired)."""
+    folder = CGROUP_PARENT / f"slot-{slot}"
+    if not folder.exists():
+        return
+    _kill_cgroup(folder)
+    deadline = time.monotonic() + timeout_s
+    while (folder / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        folder.rmdir()
+    except OSError as exc:
+        log.warning("could not remove %s: %s", folder, exc)
+
+
+# ---------------------------------------------------------------- probing and describing
+
+
+PROBE_PROGRAM = "import json, os, sys; print(json.dumps([os.getuid(), os.getpid(), sys.prefix, sys.base_prefix]))"
+
+
+def _missing_tools(level: Level, uid: int | None) -> str:
+    if level == "bubblewrap":
+        bwrap = _settings_key()[1]
+        if not bwrap or not os.access(bwrap, os.X_OK):
+            return "bwrap not found (apt-get install bubblewrap, or STITCH_BWRAP=/path/to/bwrap)"
+    if level == "namespaces" and not shutil.which("unshare"):
+        return "util-linux unshare not found"
+    if level == "uid" and uid is None:
+        return "not root: cannot switch to a dedicated uid"
+    if level != "none" and not (shutil.which("setpriv") and shutil.which("prlimit")):
+        return "util-linux setpriv/prlimit not found"
+    return ""
+
+
+def _try_level(level: Level, uid: int | None) -> str:
+    """Run a tiny Python program at `level`; '' when it ran as the level promises, else why not."""
+    missing = _missing_tools(level, uid)
+    if missing:
+        return missing
+    with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp:
+        policy = SandboxPolicy(workdir=Path(tmp) / "work")
+        _prepare_workdir(policy.workdir, uid)
+        try:
+            if level == "namespaces":
+                _make_ns_root()
+        except (OSError, RuntimeError) as exc:
+            return str(exc)
+        argv = _rlimits(policy, uid, None) + _level_argv(level, policy, uid) + [sys.executable, "-c", PROBE_PROGRAM]
+        try:
+            out = subprocess.run(argv, env=_environment(policy), cwd=policy.workdir, capture_output=True,
+                                 text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"could not start ({exc})"
+    if out.returncode != 0:
+        return f"exit {out.returncode}: {(out.stderr or out.stdout).strip().splitlines()[-1:] or ''}"
+    try:
+        got_uid, got_pid, *prefixes = json.loads(out.stdout)
+    except ValueError:
+        return f"unexpected output {out.stdout[:200]!r}"
+    want_uid = uid if uid is not None else (0 if level == "namespaces" else os.getuid())  # --map-root-user
+    if got_uid != want_uid or (level in ("bubblewrap", "namespaces") and got_pid > 2):
+        return f"ran as uid {got_uid} pid {got_pid}, expected uid {want_uid} in a fresh pid namespace"
+    if prefixes != [sys.prefix, sys.base_prefix]:  # e.g. an interpreter under /root, unreadable to the uid
+        return f"Python there is {prefixes}, not this server's {[sys.prefix, sys.base_prefix]} (unreadable?)"
+    return ""
+
+
+def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool = True) -> Isolation:
+    who = (f"uid {uid} (one per slot), no capabilities, no_new_privs" if uid is not None
+           else "user namespace (the server's uid outside), no capabilities, no_new_privs")
+    mech: list[str] = []
+    warn: list[str] = []
+    if level in ("bubblewrap", "namespaces"):
+        mech.append(who)
+        if pid_namespace:
+            mech.append("pid namespace: sees only its own processes; all of them die with it")
+        else:
+            warn.append("no pid namespace (policy): it sees the host's processes (not other users' environments); "
+                        + ("kill_sandbox kills its uid's processes and its cgroup" if uid is not None else
+                           "processes it re-parents are found only through a cgroup"))
+        mech += [] if network else ["network namespace: no network"]
+        mech += ["ipc+uts namespaces", "mount namespace: read-only system, Python and granted paths, "
+                 "writable workdir only, private /tmp, /dev/shm and /proc"]
+    elif level == "uid":
+        mech.append(f"uid {uid}, no capabilities, no_new_privs")
+        warn += ["no pid namespace: it sees the host's processes (not other users' environments); "
+                 "kill_sandbox kills every process of its uid",
+                 "no mount namespace: it reads every world-readable file on the host",
+                 "no network namespace: it can reach local services"]
+    else:
+        warn.append("no isolation: it runs as the server's user and can read the server's environment "
+                    "(/proc/<pid>/environ), its files, workspace and cache, and signal it")
+    if network and level != "none":
+        warn.append("network allowed by the policy")
+    mech.append("rlimits: core 0, nofile, fsize" + (", nproc" if uid is not None else "") + ", cpu when set")
+    reason = cgroup_unavailable()
+    if reason:
+        warn.append(f"no cgroup ({reason}): memory is capped only by RLIMIT_AS for CPU work, "
+                    "processes only by RLIMIT_NPROC")
+    else:
+        mech.append("cgroup v2 memory+pids per slot")
+    return Isolation(level=level, mechanisms=mech, warnings=warn)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(key: tuple[str, str, int, int]) -> Isolation:
+    ceiling = key[0]
+    uid = slot_uid(0)
+    skipped: list[str] = []
+    for level in LEVELS[0 if ceiling == "auto" else LEVELS.index(ceiling):]:
+        why = _try_level(level, uid if level != "none" else None)
+        if not why:
+            iso = _describe(level, uid if level != "none" else None, network=False)
+            iso.warnings += skipped
+            return iso
+        skipped.append(f"{level} unavailable: {why}")
+    raise AssertionError("the 'none' level always runs")
+
+
+def probe_isolation() -> Isolation:
+    """The strongest level this host runs a Python program at (tried once per settings, then cached)."""
+    return _probe(_settings_key()).model_copy(deep=True)
+
+
+# ---------------------------------------------------------------- the public entry points
+
+_warned_weak = False
+
+
+def sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxedCommand:
+    """`argv` wrapped in the strongest isolation this host allows. Prepares the workdir (and, as root,
+    hands it to the slot's uid) and the slot's cgroup; start it with `Popen(**cmd.popen_kwargs(fds))`
+    and end it with `kill_sandbox`. One live sandbox per slot."""
+    global _warned_weak
+    base = probe_isolation()
+    level = base.level
+    uid = slot_uid(policy.slot) if level != "none" else None
+    _prepare_workdir(policy.workdir, uid)
+    if level == "namespaces":
+        _make_ns_root()
+    cgroup = _slot_cgroup(policy)
+    isolation = _describe(level, uid, policy.network, policy.pid_namespace)
+    isolation.warnings += [w for w in base.warnings if w not in isolation.warnings]
+    if level in ("uid", "none") and not _warned_weak:
+        _warned_weak = True
+        log.warning("candidate code runs with weak isolation (%s): %s", level, "; ".join(isolation.warnings))
+    full = _cgroup_placement(cgroup) + _rlimits(policy, uid, cgroup) + _level_argv(level, policy, uid) + list(argv)
+    return SandboxedCommand(argv=full, env=_environment(policy), cwd=Path(os.path.realpath(policy.workdir)),
+                            isolation=isolation, uid=uid, cgroup=cgroup)
+
+
+def kill_sandbox(proc: subprocess.Popen, cmd: SandboxedCommand, timeout_s: float = 10.0) -> int | None:
+    """SIGKILL everything the sandbox started and reap it; returns the exit status (None if it would not die).
+
+    bubblewrap/namespaces: killing the outer process kills the pid namespace's init (die-with-parent /
+    kill-child), and the kernel then kills every process in the namespace, daemons included. uid level:
+    every process of the slot's uid is killed too. cgroup: `cgroup.kill`. none: only its process group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if cmd.cgroup is not None and cmd.cgroup.exists():
+        _kill_cgroup(cmd.cgroup)
+    if cmd.uid is not None:
+        kill_uid(cmd.uid)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process of a dedicated sandbox uid: `kill(-1)` sent as that uid reaches exactly them."""
+    if uid == 0 or uid == os.getuid():
+        raise ValueError("refusing to kill every process of the server's own uid")
+    subprocess.run([shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}",
+                    "--clear-groups", "/bin/sh", "-c", "kill -KILL -1 2>/dev/null; true"], timeout=30, check=False)

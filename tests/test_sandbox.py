@@ -1,0 +1,216 @@
+"""The candidate sandbox, through real processes at every level this machine allows: a program inside tries
+each way out (tests/escape_program.py) and the test checks which ones the level blocks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from stitch_mcp.config import configure
+from stitch_mcp.sandbox import SandboxPolicy, kill_sandbox, probe_isolation, sandboxed
+
+ESCAPE_PROGRAM = Path(__file__).with_name("escape_program.py")
+ATTEMPTS = {"server_environ", "server_cmdline", "init_environ", "secret_env", "data_dir_file", "write_outside",
+            "tcp_localhost", "signal_server", "kill_decoy", "stop_decoy"}
+# What each level lets through (and says so in its warnings); the namespace levels let nothing through.
+ESCAPES = {"bubblewrap": set(), "namespaces": set(),
+           "uid": {"server_cmdline", "data_dir_file", "write_outside", "tcp_localhost"},
+           "none": ATTEMPTS - {"secret_env", "init_environ"}}  # the host's pid 1 may hide its environ even from root
+SECRET = "s3cret-" + uuid.uuid4().hex
+
+
+@pytest.fixture(params=["bubblewrap", "namespaces", "uid", "none"])
+def level(request):
+    configure(sandbox=request.param)
+    try:
+        got = probe_isolation().level
+        if got != request.param:
+            pytest.skip(f"{request.param} is not available here (got {got})")
+        yield request.param
+    finally:
+        configure()
+
+
+@pytest.fixture
+def host(monkeypatch):
+    """What a server has and a candidate must not reach: secrets, a data dir, a listening port, a process."""
+    monkeypatch.setenv("STITCH_AUTH_TOKEN", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    data = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="stitch-data-"))
+    data.chmod(0o777)  # a sloppy data dir: only the mount namespace keeps it out of reach
+    (data / "workspace.sqlite3").write_text("verdicts")
+    (data / "workspace.sqlite3").chmod(0o644)
+    work = Path(tempfile.mkdtemp(dir="/tmp", prefix="stitch-work-"))
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=lambda: [c.sendall(b"hi") for c in iter(lambda: listener.accept()[0], None)],
+                     daemon=True).start()
+    decoy = subprocess.Popen(["sleep", "60"])
+    yield {"data": data, "work": work, "port": listener.getsockname()[1], "decoy": decoy}
+    decoy.kill()
+    decoy.wait()
+    listener.close()
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _pids_with(marker: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                pids.append(int(entry))
+        except OSError:
+            pass
+    return pids
+
+
+def _kill_leftovers(marker: str) -> None:
+    for pid in _pids_with(marker):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_gone(marker: str, timeout_s: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := _pids_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+def _run_escape(host, policy: SandboxPolicy, marker: str):
+    targets = {"server_pid": os.getpid(), "secret": SECRET, "data_file": str(host["data"] / "workspace.sqlite3"),
+               "outside_dir": str(host["data"]), "port": host["port"], "decoy_pid": host["decoy"].pid,
+               "daemon_marker": marker}
+    read_end, write_end = os.pipe()
+    memfd = os.memfd_create("inputs")
+    os.write(memfd, b"inputs from the judge")
+    targets.update(pipe_fd=write_end, memfd=memfd)
+    cmd = sandboxed([sys.executable, str(ESCAPE_PROGRAM), json.dumps(targets)], policy)
+    proc = subprocess.Popen(**cmd.popen_kwargs(pass_fds=(write_end, memfd)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    os.close(write_end)
+    os.close(memfd)
+    out, err = proc.communicate(timeout=60)
+    piped = os.read(read_end, 100)
+    os.close(read_end)
+    assert proc.returncode == 0, err.decode()
+    return cmd, proc, json.loads(out), piped
+
+
+def test_each_escape_is_blocked_as_the_level_promises(level, host):
+    marker = f"stitch-daemon-{uuid.uuid4().hex}"
+    policy = SandboxPolicy(workdir=host["work"], read_only=[ESCAPE_PROGRAM.parent])
+    cmd, proc, results, piped = _run_escape(host, policy, marker)
+    try:
+        escaped = {name for name in ATTEMPTS if results[name].startswith("escaped")}
+        assert escaped == ESCAPES[level] if level != "none" else escaped >= ESCAPES[level], results
+        assert not (host["data"] / "pwned").exists() or "write_outside" in ESCAPES[level]
+        assert host["decoy"].poll() is None or "kill_decoy" in ESCAPES[level]
+        # inherited descriptors keep their numbers inside every level
+        assert piped == b"through the pipe" and results["memfd"] == "inputs from the judge"
+        # the isolation it reports is the one applied
+        assert cmd.isolation.level == level
+        if level in ("bubblewrap", "namespaces"):
+            assert results["pid"] <= 2 and results["visible_pids"] <= 3
+            assert any("pid namespace" in m for m in cmd.isolation.mechanisms)
+            assert any("network namespace" in m for m in cmd.isolation.mechanisms)
+        if cmd.uid is not None:
+            assert results["uid"] == cmd.uid != os.getuid()
+        elif level == "namespaces":  # rootless: root of its own user namespace, without capabilities
+            assert results["uid"] == 0 and any("user namespace" in m for m in cmd.isolation.mechanisms)
+        else:
+            assert results["uid"] == os.getuid()
+        # a double-forked setsid daemon: gone once the main process exits where there is a pid namespace,
+        # gone after kill_sandbox where there is a dedicated uid
+        if level in ("bubblewrap", "namespaces"):
+            assert not _wait_gone(marker), "daemon outlived the sandbox"
+        elif level == "uid":
+            kill_sandbox(proc, cmd)
+            assert not _wait_gone(marker)
+        else:
+            assert _pids_with(marker) and any("no isolation" in w for w in cmd.isolation.warnings)
+    finally:
+        _kill_leftovers(marker)
+
+
+@pytest.mark.parametrize("pid_namespace", [True, False], ids=["own-pid-ns", "server-pid-ns"])
+def test_kill_sandbox_ends_every_process_it_started(level, host, pid_namespace):
+    if level == "none" or (level == "uid" and pid_namespace is False):
+        pytest.skip("without a pid namespace or a uid of its own, re-parented daemons cannot be found")
+    if not pid_namespace and os.geteuid() != 0:
+        pytest.skip("without a pid namespace only a dedicated uid (root) finds re-parented daemons")
+    marker = f"stitch-tree-{uuid.uuid4().hex}"
+    code = ("import subprocess, sys, time; "  # the marker is split so that only the children's argv holds it
+            f"[subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker[:8]}' + '{marker[8:]}'], "
+            "start_new_session=True) for _ in range(3)]; print('up', flush=True); time.sleep(60)")
+    cmd = sandboxed([sys.executable, "-c", code], SandboxPolicy(workdir=host["work"], pid_namespace=pid_namespace))
+    assert any("pid namespace" in m for m in cmd.isolation.mechanisms) == (pid_namespace and level != "uid")
+    proc = subprocess.Popen(**cmd.popen_kwargs(), stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"up\n"
+        deadline = time.monotonic() + 10
+        while len(_pids_with(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(_pids_with(marker)) == 3
+        assert kill_sandbox(proc, cmd) is not None
+        assert not _wait_gone(marker)
+    finally:
+        _kill_leftovers(marker)
+
+
+def test_secrets_are_refused_and_the_environment_is_an_allow_list(monkeypatch, tmp_path):
+    monkeypatch.setenv("STITCH_AUTH_TOKEN", SECRET)
+    monkeypatch.setenv("SOME_SERVER_SETTING", "x")
+    with pytest.raises(ValueError, match="STITCH_AUTH_TOKEN"):
+        sandboxed(["true"], SandboxPolicy(workdir=tmp_path / "w", env={"STITCH_AUTH_TOKEN": SECRET}))
+    cmd = sandboxed(["true"], SandboxPolicy(workdir=tmp_path / "w", env={"CUDA_VISIBLE_DEVICES": "1"}))
+    assert cmd.env["CUDA_VISIBLE_DEVICES"] == "1" and cmd.env["HOME"] == str(cmd.cwd)
+    assert cmd.env["TMPDIR"].startswith(str(cmd.cwd)) and "SOME_SERVER_SETTING" not in cmd.env
+    assert SECRET not in json.dumps(cmd.env)
+
+
+def test_a_missing_bwrap_falls_back_and_says_why(monkeypatch):
+    monkeypatch.setenv("STITCH_BWRAP", "/nonexistent/bwrap")
+    configure()
+    try:
+        iso = probe_isolation()
+        assert iso.level != "bubblewrap"
+        assert any("bubblewrap unavailable" in w and "bwrap not found" in w for w in iso.warnings)
+    finally:
+        monkeypatch.delenv("STITCH_BWRAP")
+        configure()
+
+
+def test_a_build_sees_its_includes_and_not_the_data_dir(host):
+    """A C++ build in the strongest sandbox here: a granted include folder works; `#include` of a file in the
+    data dir (which would print its lines in the diagnostics) finds nothing."""
+    if probe_isolation().level not in ("bubblewrap", "namespaces"):
+        pytest.skip("no mount namespace here")
+    include = host["data"].parent / f"stitch-include-{uuid.uuid4().hex}"
+    include.mkdir()
+    try:
+        (include / "twice.h").write_text("inline int twice(int x) { return 2 * x; }\n")
+        (host["work"] / "ok.cpp").write_text('#include "twice.h"\nint main() { return twice(2) - 4; }\n')
+        (host["work"] / "leak.cpp").write_text(f'#include "{host["data"] / "workspace.sqlite3"}"\nint main() {{}}\n')
+        policy = SandboxPolicy(workdir=host["work"], read_only=[include])
+        build = sandboxed(["c++", f"-I{include}", "ok.cpp", "-o", "ok"], policy)
+        assert subprocess.run(**build.popen_kwargs(), capture_output=True, timeout=120).returncode == 0
+        assert subprocess.run(**sandboxed(["./ok"], policy).popen_kwargs(), timeout=60).returncode == 0
+        leak = subprocess.run(**sandboxed(["c++", "-c", "leak.cpp"], policy).popen_kwargs(), capture_output=True,
+                              text=True, timeout=120)
+        assert leak.returncode != 0 and "No such file" in leak.stderr and "verdicts" not in leak.stderr
+    finally:
+        shutil.rmtree(include, ignore_errors=True)
