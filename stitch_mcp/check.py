@@ -136,6 +136,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                       timing: bool = True, compare_compile: bool | None = None,
                       progress: Progress | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
+    from stitch_mcp.build_room import build_in_room
     from stitch_mcp.devices import acquire_device
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
@@ -155,7 +156,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     build_root = Path(settings.build_dir).expanduser()
     build_root.mkdir(parents=True, exist_ok=True)
     cuda_possible = _cuda_possible()
-    env = {"TORCH_EXTENSIONS_DIR": str(candidate_scope(build_root, cand.source) / "torch_extensions")}
+    env: dict[str, str] = {}  # the judge builds nothing: each room has its own extensions folder
     if settings.executor == "ray":
         return _check_on_ray(report, task, cand, ws, t_start, progress, trials=trials, atol=atol, rtol=rtol,
                              timing=timing, compare_compile=compare_compile)
@@ -188,11 +189,9 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             needs_gpu = manifest.get("needs_gpu") or ""
             progress.update(1, 3, "build cached")
         else:
-            progress.update(0, 3, "building")
-            spec = {"candidate_source": cand.source, "build_root": str(candidate_scope(build_root, cand.source)),
-                    "limits": _limits(settings.build_timeout_s, cuda_possible)}
-            res = run_worker("build", spec, workdir=workroot / "build", timeout_s=settings.build_timeout_s,
-                             register_kill=progress.on_cancel, env=env)
+            progress.update(0, 3, "building (in the candidate's sandbox)")
+            res = build_in_room(cand.source, candidate_scope(build_root, cand.source), settings, gpu=cuda_possible,
+                                register_kill=progress.on_cancel)
             progress.check()
             report.stage_seconds["build"] = round(res.seconds, 3)
             _fill_build(report, res, cand.source)
@@ -316,6 +315,8 @@ def _fill_run(report: CheckReport, out: dict, source: str) -> None:
         tr = TimingReport(method=t.get("method", ""), device=out.get("device", ""), candidate=stats(t.get("candidate")),
                           eager=stats(t.get("eager")), compiled=stats(t.get("compiled")),
                           compile_note=t.get("compile_note", ""), floor_ms=t.get("floor_ms"),
+                          eager_block_spread=t.get("eager_block_spread"),
+                          candidate_block_spread=t.get("candidate_block_spread"),
                           floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")))
         if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
             tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
@@ -327,6 +328,10 @@ def _fill_run(report: CheckReport, out: dict, source: str) -> None:
                 report.speedup_vs_compile = round(tr.compiled.median_ms / tr.candidate.median_ms, 4)
     for n in out.get("notes", []):
         report.notes.append(n)
+    room = out.get("room") or {}
+    if room.get("isolation"):
+        report.isolation = f"{room['isolation']}: {', '.join(room.get('mechanisms') or [])}"
+        report.notes += [f"isolation: {w}" for w in room.get("warnings") or []]
 
 
 def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:

@@ -113,6 +113,9 @@ class TimingStats(BaseModel):
 
 class TimingReport(BaseModel):
     method: str = ""
+    eager_block_spread: float | None = Field(None, description="max/min - 1 of the eager time over the blocks "
+                                             "it was timed in, interleaved with the candidate's")
+    candidate_block_spread: float | None = None
     device: str = ""
     candidate: TimingStats | None = None
     eager: TimingStats | None = None
@@ -155,6 +158,8 @@ class CheckReport(JobFields):
                                    "segfault, illegal_memory_access, cuda_oom, host_oom, timeout, "
                                    "output_flood, os_exit, needs_gpu, ...")
     notes: list[str] = Field(default_factory=list)
+    isolation: str = Field("", description="how the candidate's process was isolated from the judge and the "
+                                           "server (stitch-mcp doctor explains the levels)")
 
 
 # ---------------------------------------------------------------- profile_reference

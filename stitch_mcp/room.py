@@ -87,6 +87,8 @@ class _Room:
         if cls is None:
             raise _CandidateError(Failed(error_kind="interface",
                                          message=f"the candidate defines no class {message.model_class}"))
+        if not message.build_model:
+            return Loaded(import_s=round(t_import, 3), build_s=round(t_import, 3), extensions=cache.extensions)
         from stitch_mcp.loader import build_model
 
         with torch.no_grad():

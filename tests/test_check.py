@@ -84,8 +84,9 @@ def test_honest_torch_candidate_passes_with_timing():
     assert r.correctness.atol == pytest.approx(1e-4)
     assert r.timing.candidate and r.timing.candidate.median_ms > 0 and r.timing.candidate.calls >= 10
     assert r.timing.eager and r.speedup_vs_eager and r.speedup_vs_eager > 0
-    assert r.timing.method == "host perf_counter"
-    assert {"input_mutation", "unwritten_output", "timed_outputs", "monkey_patching"} <= set(r.integrity.checks_run)
+    assert "checked against the judge's clock" in r.timing.method and "interleaved" in r.timing.method
+    assert {"input_mutation", "unwritten_output", "timed_outputs", "timing_bracket"} <= set(r.integrity.checks_run)
+    assert r.isolation, "the report says how the candidate's room was isolated"
     assert r.route is not None
     stored = get_workspace().latest_report("check", candidate_id=r.candidate_id)
     assert stored and stored["verdict"] == "pass"
@@ -277,18 +278,39 @@ def test_reinitialised_weights_catch_frozen_weights():
     ("ref_relu", "cand_mutate", "input_mutation"),
     ("ref_scale", "cand_alias", "output_aliases_input"),
     ("ref_relu", "cand_empty", "unwritten_output"),
-    ("ref_relu", "cand_stash", "result_reuse"),
     ("ref_tiny", "cand_zeros", "tolerance_exploit"),
     ("ref_tiny", "cand_zeros", "constant_output"),
     ("ref_relu", "cand_subclass", "tensor_subclass"),
-    ("ref_relu", "cand_patch_timer", "monkey_patching"),
-    ("ref_relu", "cand_thread", "background_threads"),
 ])
 def test_integrity_finding(ref, cand, code):
     r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     assert code in codes(r), (code, r.integrity.findings)
     assert not r.integrity.ok
+
+
+def test_the_candidate_cannot_reach_the_reference_or_the_judge():
+    """A candidate that spies on the reference's module (to return its output) finds nothing there:
+    the reference runs in the judge, another process. Wrong output, a plain fail."""
+    r = check("ref_relu", "cand_stash")
+    assert r.verdict == "fail" and not all(t.ok for t in r.correctness.trials), r.summary
+
+
+def test_patching_its_own_timer_does_not_change_the_time():
+    """time.perf_counter patched to 0 in the candidate's room: the room reports 0 ms, the judge's
+    clock does not agree, and the candidate is timed at the judge's estimate."""
+    r = check("ref_relu", "cand_patch_timer", timing=True)
+    assert r.verdict == "pass", r.summary  # its output is right; only its own clock lies
+    assert r.timing.candidate.median_ms > 0
+    warned = {f.code for f in r.integrity.findings}
+    assert "timing_contradicted" in warned, r.integrity.findings
+
+
+def test_a_thread_in_the_room_changes_nothing():
+    """A background thread lives in the candidate's room, not in the judge: it can neither see
+    nor touch the comparison or the clock, so an otherwise right candidate passes."""
+    r = check("ref_relu", "cand_thread", timing=True)
+    assert r.verdict == "pass", r.summary
 
 
 def test_caching_across_timed_calls_is_caught():
