@@ -24,13 +24,16 @@ from stitch_mcp.worker import WorkerResult
 
 def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None) -> WorkerResult:
     """The build stage's outcome in the shape the report code reads (a WorkerResult)."""
-    from stitch_mcp.judge_room import RoomClient, RoomGone
+    from stitch_mcp.judge_room import RoomClient, RoomGone, prestart
 
-    spec = {"build_root": str(scope), "room_parent": str(Path(settings.cache_dir).expanduser() / "work"),
-            "room_timeout_s": settings.build_timeout_s, "gpu": gpu}
+    parent = Path(settings.cache_dir).expanduser() / "work"
+    spec = {"build_root": str(scope), "room_parent": str(parent), "room_timeout_s": settings.build_timeout_s,
+            "gpu": gpu}
     t0 = time.monotonic()
     res = WorkerResult(stage="build")
     room = RoomClient.start(spec, candidate_source, subreaper=False)
+    if settings.spare_workers:
+        prestart(parent, gpu, 1)  # the next build's room imports torch while this one builds
     unregister = register_kill(room.close) if register_kill else None
     try:
         loaded = room.build(settings.build_timeout_s)

@@ -179,8 +179,8 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
             manifest = {"extensions": []}  # nothing to build: straight to the run stage
         early_baselines = None
-        if manifest is None and timing and cuda_possible \
-                and not _cached_baselines(ws, task.task_id, settings.timing_iters):
+        if manifest is None and timing and compare_compile and cuda_possible \
+                and not _cached_baselines(ws, task.task_id, settings.timing_iters):  # torch.compile's, cached
             early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, env, progress)
         if manifest is not None:
             report.build = BuildReport(ok=True, cached=True, extensions=[

@@ -90,7 +90,9 @@ class Load(BaseModel):
                                               "the candidate's extensions)")
     init_args: list[Any] = Field(default_factory=list)
     device: str = "cpu"
-    build_roots: list[str] = Field(default_factory=list, description="read-only build caches to load from")
+    visible_devices: str | None = Field(None, description="CUDA_VISIBLE_DEVICES to set before CUDA starts")
+    prebuilt: dict[str, int] = Field(default_factory=dict, description="extension key -> index of the .so's "
+                                     "file descriptor among those attached to this message")
 
 
 class LoadState(BaseModel):

@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -80,36 +81,41 @@ class RoomClient:
     # -------------------------------------------------------------- start and end
 
     @classmethod
-    def start(cls, spec: dict[str, Any], source: str, model_class: str = "ModelNew",
-              subreaper: bool = True) -> "RoomClient":
-        """A room for `source` (the candidate; or the reference, `model_class="Model"`, whose
-        room times the eager baseline under the same conditions as the candidate's). A judge
-        becomes a subreaper; the server (building in a room) relies on the room's pid namespace."""
-        global _own_children
-        if subreaper and _own_children is None:
-            import psutil
-
-            _own_children = {c.pid for c in psutil.Process().children()}
-            _become_subreaper()
-        parent = Path(spec.get("room_parent") or tempfile.gettempdir())
+    def spawn(cls, parent: Path, gpu: bool) -> "RoomClient":
+        """A sandboxed room with torch imported, waiting for its program (see `assign`). It sees its
+        own folder and the Python it runs on; the build cache reaches it only as file descriptors."""
         parent.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="room-", dir=parent))
-        (workdir / "candidate.py").write_text(source, encoding="utf-8")
         judge_end, room_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = {k: os.environ[k] for k in ROOM_ENV if k in os.environ}
-        env.update({"STITCH_DOOR_FD": str(room_end.fileno()), "PYTHONPATH": str(PACKAGE_ROOT),
-                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        env = {k: os.environ[k] for k in ROOM_ENV if k in os.environ and k != "CUDA_VISIBLE_DEVICES"}
+        env.update({"STITCH_DOOR_FD": str(room_end.fileno()),
+                    "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), *_python_path()]),
+                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
                     "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
-        Path(spec["build_root"]).mkdir(parents=True, exist_ok=True)
         slot, slot_lock = _claim_slot()
-        command = _sandboxed([sys.executable, "-m", "stitch_mcp.room"], workdir, env, spec, slot)
+        command = _sandboxed([sys.executable, "-m", "stitch_mcp.room"], workdir, env, gpu, slot)
         proc = subprocess.Popen(**command.popen_kwargs(pass_fds=(room_end.fileno(),)), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         room_end.close()
         _live_rooms.add(proc.pid)
-        deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
-        room = cls(proc, Door(judge_end, REPLIES), workdir, command, deadline, model_class)
-        room.slot_lock, room.build_root = slot_lock, spec["build_root"]
+        room = cls(proc, Door(judge_end, REPLIES), workdir, command, time.monotonic() + READY_S, "ModelNew")
+        room.slot_lock, room.gpu, room.parent = slot_lock, gpu, parent
+        return room
+
+    @classmethod
+    def start(cls, spec: dict[str, Any], source: str, model_class: str = "ModelNew",
+              subreaper: bool = True) -> "RoomClient":
+        """A room for `source` (the candidate; or the reference, `model_class="Model"`, whose
+        room times the eager baseline under the same conditions as the candidate's): a spare one
+        started ahead of need where there is one. A judge becomes a subreaper; the server
+        (building in a room) relies on the room's pid namespace."""
+        if subreaper:
+            _subreaper()
+        parent, gpu = Path(spec.get("room_parent") or tempfile.gettempdir()), bool(spec.get("gpu"))
+        room = _take_spare(parent, gpu) or cls.spawn(parent, gpu)
+        room.model_class, room.build_root = model_class, spec["build_root"]
+        (room.workdir / "candidate.py").write_text(source, encoding="utf-8")
+        room.deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
         return room
 
     def close(self) -> None:
@@ -194,17 +200,28 @@ class RoomClient:
                                    "os._exit or sys.exit called by the candidate, or a fatal error")
 
     def load(self, spec: dict[str, Any], device: str, init_args: list[Any]) -> Loaded:
-        loaded = self.ask(Load(program="candidate.py", model_class=self.model_class, init_args=init_args,
-                               device=device, build_roots=[self.build_root]),
-                          deadline_s=max(self.deadline - time.monotonic(), 1.0))
+        prebuilt, fds = _prebuilt(Path(self.build_root))
+        try:
+            loaded = self.ask(Load(program="candidate.py", model_class=self.model_class, init_args=init_args,
+                                   device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                   prebuilt=prebuilt), fds, deadline_s=max(self.deadline - time.monotonic(), 1.0))
+        finally:
+            for fd in fds:
+                os.close(fd)
         self.baseline_threads = self._threads()
         return loaded
 
     def build(self, deadline_s: float) -> Loaded:
         """Import the candidate without building its model: its extensions are built (into the
         room's own folder, `build/`) and nothing of it runs past its module's top level."""
-        return self.ask(Load(program="candidate.py", model_class=self.model_class, build_model=False,
-                             build_roots=[self.build_root]), deadline_s=deadline_s)
+        prebuilt, fds = _prebuilt(Path(self.build_root))
+        try:
+            return self.ask(Load(program="candidate.py", model_class=self.model_class, build_model=False,
+                                 visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), prebuilt=prebuilt),
+                            fds, deadline_s=deadline_s)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def call(self, command: Call) -> Called:
         reply = self.ask(command)
@@ -332,15 +349,85 @@ def _claim_slot() -> tuple[int, int]:
     raise RuntimeError(f"all {SLOTS} sandbox slots are taken")
 
 
-def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], spec: dict[str, Any], slot: int):
+def _toolchain() -> list[str]:
+    """Install prefixes of the compilers a build calls (e.g. /opt/gcc for /opt/gcc/bin/g++)."""
+    prefixes = []
+    for tool in (os.environ.get("CXX", ""), os.environ.get("CC", ""), "c++", "g++", "gcc", "nvcc", "ninja"):
+        found = shutil.which(tool) if tool else None
+        if found:
+            prefixes.append(str(Path(os.path.realpath(found)).parent.parent))
+    if os.environ.get("CUDA_HOME"):
+        prefixes.append(os.environ["CUDA_HOME"])
+    return [p for p in dict.fromkeys(prefixes) if p not in ("/", "/usr") and os.path.isdir(p)]
+
+
+def _python_path() -> list[str]:
+    """PYTHONPATH folders the judge imports from (where stitch-mcp's own dependencies may live)."""
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isdir(p)]
+
+
+def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, slot: int):
     """The room's command line inside the strongest sandbox this host allows: it sees its own
-    folder, its build output and the Python it runs on, read-only but for its folder."""
+    folder (writable), and the Python and compilers it runs on (read-only)."""
     from stitch_mcp.sandbox import SandboxPolicy, sandboxed
 
-    policy = SandboxPolicy(workdir=workdir, read_only=[Path(spec["build_root"]), PACKAGE_ROOT],
-                           gpu=bool(spec.get("gpu")), env=env, slot=slot,
-                           memory_bytes=spec.get("room_memory_bytes"), pids_max=spec.get("room_pids_max") or 512)
+    policy = SandboxPolicy(workdir=workdir, read_only=[PACKAGE_ROOT, *map(Path, _python_path() + _toolchain())],
+                           gpu=gpu, env=env, slot=slot, pids_max=512)
     return sandboxed(argv, policy)
+
+
+def _prebuilt(scope: Path) -> tuple[dict[str, int], list[int]]:
+    """The extensions built earlier for this candidate source, as open files: {key: index of its
+    fd among those sent}. A room gets file descriptors, never a path into the cache (a directory
+    descriptor would let it walk up out of its mount namespace)."""
+    prebuilt, fds = {}, []
+    objects = scope / "objects"
+    for so in sorted(objects.glob("*/*.so")) if objects.is_dir() else []:
+        if (so.parent / "done").is_file() and not so.is_symlink() and len(fds) < 12:
+            prebuilt[so.parent.name] = len(fds)
+            fds.append(os.open(so, os.O_RDONLY))
+    return prebuilt, fds
+
+
+_spares: list[RoomClient] = []
+_spares_lock = threading.Lock()
+
+
+def prestart(parent: Path, gpu: bool, count: int, subreaper: bool = False) -> None:
+    """Start rooms ahead of need (each imports torch meanwhile); `start` takes them."""
+    if subreaper:
+        _subreaper()
+    with _spares_lock:
+        live = [r for r in _spares if r.proc.poll() is None and r.parent == parent and r.gpu == gpu]
+        for _ in range(count - len(live)):
+            _spares.append(RoomClient.spawn(parent, gpu))
+
+
+def _take_spare(parent: Path, gpu: bool) -> "RoomClient | None":
+    with _spares_lock:
+        for room in list(_spares):
+            if room.proc.poll() is not None:
+                _spares.remove(room)
+                room.close()
+            elif room.parent == parent and room.gpu == gpu:
+                _spares.remove(room)
+                return room
+    return None
+
+
+def drop_spares() -> None:
+    with _spares_lock:
+        while _spares:
+            _spares.pop().close()
+
+
+def _subreaper() -> None:
+    global _own_children
+    if _own_children is None:
+        import psutil
+
+        _own_children = {c.pid for c in psutil.Process().children()}
+        _become_subreaper()
 
 
 _ECHO = ("import os,sys\nfrom stitch_mcp.door import COMMANDS,Door,Called\n"

@@ -71,15 +71,17 @@ class _Room:
         self.shared.attach(message.regions, fds)
         return Done()
 
-    def load(self, message: Load, _fds) -> Loaded:
+    def load(self, message: Load, fds: list[int]) -> Loaded:
         from stitch_mcp.build import BuildCache
 
         torch = self.torch
         t0 = time.monotonic()
+        if message.visible_devices is not None:  # a spare room learns its GPU here, before CUDA starts
+            os.environ["CUDA_VISIBLE_DEVICES"] = message.visible_devices
         self.device = message.device
         source = Path(message.program).read_text(encoding="utf-8")
-        cache = BuildCache(Path.cwd() / "build", source, allow_build=True,
-                           read_roots=[Path(r) for r in message.build_roots])
+        prebuilt = {key: f"/proc/self/fd/{fds[i]}" for key, i in message.prebuilt.items() if 0 <= i < len(fds)}
+        cache = BuildCache(Path.cwd() / "build", source, allow_build=True, prebuilt=prebuilt)
         cache.install()
         module = _guarded("import", lambda: _import(source))
         t_import = time.monotonic() - t0

@@ -92,11 +92,14 @@ def test_honest_torch_candidate_passes_with_timing():
     assert stored and stored["verdict"] == "pass"
 
 
-def test_baselines_are_cached_per_task():
+def test_eager_is_timed_beside_every_candidate():
+    """Eager is timed afresh beside every candidate (interleaved blocks); only torch.compile's
+    baseline is cached per task, so without it nothing comes from the cache."""
     check("ref_scale", "cand_scale_ok", timing=True)
     r = check("ref_scale", "cand_scale_ok", timing=True)
     assert r.verdict == "pass", r.summary
-    assert r.timing.baselines_cached and r.timing.eager is not None
+    assert r.timing.eager is not None and r.timing.eager_block_spread is not None
+    assert not r.timing.baselines_cached
 
 
 def test_unpredictable_seed_in_every_plan():
@@ -128,25 +131,28 @@ def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):
     print(f"\nC++ candidate: cold {cold_s:.1f} s, warm {warm_s:.1f} s")
 
 
-def test_stale_build_lock_does_not_hang(cpp_cold):
-    """A `lock` file left by a crashed build (cpp_extension's FileBaton) must not block the next build."""
-    build_root = get_settings().build_dir
-    shutil.rmtree(build_root / "objects", ignore_errors=True)
-    shutil.rmtree(build_root / "manifests", ignore_errors=True)
-    for d in (build_root / "work").iterdir():
-        (d / "lock").write_text("")
-    configure(build_timeout_s=120)
-    try:
-        r = check("ref_relu", "cand_relu_cpp")
-    finally:
-        configure()
-    assert r.verdict == "pass", r.summary
-    assert not r.build.cached  # rebuilt (ninja found main.o up to date) instead of waiting on the lock
+def test_build_output_is_ours_read_only_and_scoped_to_the_source(cpp_cold):
+    """The room builds in its own folder; the trusted side copies the finished objects into the
+    candidate source's own cache scope, owned by the server's user and read-only."""
+    import stat
+
+    from stitch_mcp.check import candidate_scope
+
+    source = Path(prog("cand_relu_cpp")).read_text()
+    scope = candidate_scope(get_settings().build_dir, source)
+    sos = list((scope / "objects").glob("*/*.so"))
+    assert sos, list(scope.rglob("*"))
+    for so in sos:
+        st = so.stat()
+        assert st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        assert not so.parent.stat().st_mode & stat.S_IWUSR
+    other = candidate_scope(get_settings().build_dir, source + "\n# changed\n")
+    assert other != scope and not other.exists()
 
 
-def test_baselines_measured_in_a_worker_of_their_own_are_used():
+def test_baselines_measured_in_a_worker_of_their_own_are_stored():
     """On a GPU the reference's baselines are timed in a worker of their own while a task's first
-    candidate builds; the run stage then uses them (here the same path on the CPU)."""
+    candidate builds (no candidate process alive); the task's cache keeps them for torch.compile."""
     from stitch_mcp.check import _baselines_during_build, _cached_baselines
     from stitch_mcp.config import get_settings
     from stitch_mcp.jobs import Progress
@@ -157,9 +163,6 @@ def test_baselines_measured_in_a_worker_of_their_own_are_used():
     _baselines_during_build(task.source, task.task_id, False, {}, Progress()).join()
     stored = _cached_baselines(get_workspace(), task.task_id, get_settings().timing_iters)
     assert stored["cpu"]["eager"]["median_ms"] > 0
-    r = check("ref_relu", "cand_relu_torch", timing=True)
-    assert r.verdict == "pass", r.summary
-    assert r.timing.baselines_cached and r.timing.eager.median_ms == stored["cpu"]["eager"]["median_ms"], stored
 
 
 # ------------------------------------------------------------------ build failures
