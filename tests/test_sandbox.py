@@ -153,8 +153,9 @@ def test_kill_sandbox_ends_every_process_it_started(level, host, pid_namespace):
     if not pid_namespace and os.geteuid() != 0:
         pytest.skip("without a pid namespace only a dedicated uid (root) finds re-parented daemons")
     marker = f"stitch-tree-{uuid.uuid4().hex}"
-    code = ("import subprocess, sys, time; "  # the marker is split so that only the children's argv holds it
-            f"[subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker[:8]}' + '{marker[8:]}'], "
+    split = f"'{marker[:8]}' + '{marker[8:]}'"  # split so that only the children's argv holds the marker
+    code = ("import subprocess, sys, time; "
+            f"[subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {split}], "
             "start_new_session=True) for _ in range(3)]; print('up', flush=True); time.sleep(60)")
     cmd = sandboxed([sys.executable, "-c", code], SandboxPolicy(workdir=host["work"], pid_namespace=pid_namespace))
     assert any("pid namespace" in m for m in cmd.isolation.mechanisms) == (pid_namespace and level != "uid")
