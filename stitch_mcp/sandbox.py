@@ -197,30 +197,31 @@ def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]
 
 def _ns_script(policy: SandboxPolicy) -> str:
     """The shell the namespaces level runs as its pid 1: build the root bwrap would, then exec into it.
-    Folders are made in one `mkdir` and files with a shell redirection: each exec costs milliseconds."""
+    Every exec costs milliseconds, so all folders are made by one `mkdir` and files by shell redirection."""
     r = shlex.quote(str(NS_ROOT))
-    lines = ["set -e", f"mount -t tmpfs -o mode=0755 stitch-root {r}", f"cd {r}",
-             "mkdir -p -m 0755 proc dev tmp", "mount -t proc proc proc",
-             "mount -t tmpfs -o mode=1777 tmp tmp", "mount -t tmpfs -o mode=0755 dev dev",
-             "mkdir -m 1777 dev/shm && mount -t tmpfs -o mode=1777 shm dev/shm",
-             "for n in null zero full random urandom tty; do : > dev/$n; mount --bind /dev/$n dev/$n; done",
-             "ln -s /proc/self/fd dev/fd; ln -s /proc/self/fd/0 dev/stdin; ln -s /proc/self/fd/1 dev/stdout; "
-             "ln -s /proc/self/fd/2 dev/stderr"]
+    head = ["set -e", "umask 022", f"mount -t tmpfs -o mode=0755 stitch-root {r}", f"cd {r}",
+            "mkdir proc dev tmp", "mount -t proc proc proc", "mount -t tmpfs -o mode=1777 tmp tmp",
+            "mount -t tmpfs -o mode=0755 dev dev", "mkdir dev/shm", "mount -t tmpfs -o mode=1777 shm dev/shm",
+            "for n in null zero full random urandom tty; do : > dev/$n; mount --bind /dev/$n dev/$n; done",
+            "ln -s /proc/self/fd dev/fd; ln -s /proc/self/fd/0 dev/stdin; ln -s /proc/self/fd/1 dev/stdout; "
+            "ln -s /proc/self/fd/2 dev/stderr"]
+    folders: list[str] = []
+    prepare: list[str] = []
+    mounts: list[str] = []
     made: set[str] = set()
     bound: list[str] = []
     for m in _mount_plan(policy):
         rel = shlex.quote("." + m.dest)
-        parents = [shlex.quote("." + p) for p in _parents(m.dest, made, bound)]
-        if parents:
-            lines.append(f"mkdir -m 0755 {' '.join(parents)}")
+        folders += [shlex.quote("." + p) for p in _parents(m.dest, made, bound)]
         if m.kind == "symlink":
-            lines.append(f"ln -s {shlex.quote(m.src)} {rel}")
+            prepare.append(f"ln -s {shlex.quote(m.src)} {rel}")
             continue
+        if not _covered(m.dest, bound):  # inside a bound folder the mount point already exists
+            (folders.append(rel) if os.path.isdir(m.src) else prepare.append(f": > {rel}"))
         bound.append(m.dest)
-        lines.append(f"[ -e {rel} ] || mkdir {rel}" if os.path.isdir(m.src) else f"[ -e {rel} ] || : > {rel}")
-        lines.append(f"mount --rbind {'-o ro ' if m.kind == 'ro' else ''}{shlex.quote(m.src)} {rel}")
-    lines.append(f"mount -o remount,bind,ro {r}")
-    return "\n".join(lines)
+        mounts.append(f"mount --rbind {'-o ro ' if m.kind == 'ro' else ''}{shlex.quote(m.src)} {rel}")
+    made_folders = [f"mkdir -p {' '.join(folders)}"] if folders else []
+    return "\n".join(head + made_folders + prepare + mounts + [f"mount -o remount,bind,ro {r}"])
 
 
 # ---------------------------------------------------------------- the command, level by level

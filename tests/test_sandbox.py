@@ -159,9 +159,10 @@ def test_kill_sandbox_ends_every_process_it_started(level, host, pid_namespace):
             "start_new_session=True) for _ in range(3)]; print('up', flush=True); time.sleep(60)")
     cmd = sandboxed([sys.executable, "-c", code], SandboxPolicy(workdir=host["work"], pid_namespace=pid_namespace))
     assert any("pid namespace" in m for m in cmd.isolation.mechanisms) == (pid_namespace and level != "uid")
-    proc = subprocess.Popen(**cmd.popen_kwargs(), stdout=subprocess.PIPE)
+    proc = subprocess.Popen(**cmd.popen_kwargs(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert proc.stdout.readline() == b"up\n"
+        line = proc.stdout.readline()
+        assert line == b"up\n", (proc.wait(), proc.stderr.read())
         deadline = time.monotonic() + 10
         while len(_pids_with(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
