@@ -216,3 +216,31 @@ def test_a_build_sees_its_includes_and_not_the_data_dir(host):
         assert leak.returncode != 0 and "No such file" in leak.stderr and "verdicts" not in leak.stderr
     finally:
         shutil.rmtree(include, ignore_errors=True)
+
+
+@pytest.mark.parametrize("layout", ["grant inside workdir", "workdir inside grant"])
+def test_nested_grants_and_odd_names(level, layout):
+    """A read-only grant inside the workdir stays read-only; a workdir inside a grant stays writable;
+    names with spaces and '#' survive every level's mount plan."""
+    if level not in ("bubblewrap", "namespaces"):
+        pytest.skip("no mount namespace at this level")
+    top = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="stitch nest #"))
+    top.chmod(0o755)
+    try:
+        if layout == "grant inside workdir":
+            work, grant = top / "work dir", top / "work dir" / "built ext"
+        else:
+            grant, work = top / "granted", top / "granted" / "work dir"
+        grant.mkdir(parents=True)
+        work.mkdir(parents=True, exist_ok=True)
+        (grant / "module.txt").write_text("built")
+        (grant / "module.txt").chmod(0o644)
+        code = (f"print(open({str(grant / 'module.txt')!r}).read()); open('mine.txt', 'w').write('ok'); "
+                f"open({str(grant / 'forged.txt')!r}, 'w')")
+        cmd = sandboxed([sys.executable, "-c", code], SandboxPolicy(workdir=work, read_only=[grant]))
+        run = subprocess.run(**cmd.popen_kwargs(), capture_output=True, text=True, timeout=60)
+        assert run.stdout.strip() == "built", run.stderr
+        assert "Read-only file system" in run.stderr and not (grant / "forged.txt").exists()
+        assert (work / "mine.txt").read_text() == "ok"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
