@@ -15,6 +15,11 @@
 Every level adds rlimits (`prlimit`) and, where cgroup v2 with memory and pids is writable, a cgroup
 per slot. Nothing here needs `preexec_fn`: the placement and limits are execs in front of the
 command, so Popen keeps its fast spawn path and is safe in a threaded server.
+
+Lifecycle: one live sandbox per slot (its uid and cgroup are the slot's). Descriptors passed with
+`popen_kwargs(pass_fds=...)` keep their numbers inside. `kill_sandbox(proc, cmd)` ends everything it
+started (with a pid namespace, killing the outer process takes the namespace down; otherwise the slot's
+uid and cgroup are swept); `cleanup_cgroup(slot)` removes a retired slot's cgroup.
 """
 
 from __future__ import annotations
