@@ -244,3 +244,12 @@ def test_nested_grants_and_odd_names(level, layout):
         assert (work / "mine.txt").read_text() == "ok"
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_doctor_prints_the_isolation_level():
+    from stitch_mcp.doctor import isolation_line
+
+    iso = probe_isolation()
+    line = isolation_line()
+    assert line.detail.startswith(f"{iso.level}: ") and all(w in line.detail for w in iso.warnings)
+    assert line.status == ("ok" if iso.level in ("bubblewrap", "namespaces") else "warning")
