@@ -116,7 +116,12 @@ def test_each_escape_is_blocked_as_the_level_promises(level, host):
     cmd, proc, results, piped = _run_escape(host, policy, marker)
     try:
         escaped = {name for name in ATTEMPTS if results[name].startswith("escaped")}
-        assert escaped == ESCAPES[level] if level != "none" else escaped >= ESCAPES[level], results
+        if level in ("bubblewrap", "namespaces"):
+            assert not escaped, results
+        elif level == "uid":  # only what its warnings admit (a /proc mounted with hidepid hides cmdlines too)
+            assert escaped <= ESCAPES[level] and {"data_dir_file", "write_outside"} <= escaped, results
+        else:
+            assert escaped >= ESCAPES[level], results
         assert not (host["data"] / "pwned").exists() or "write_outside" in ESCAPES[level]
         assert host["decoy"].poll() is None or "kill_decoy" in ESCAPES[level]
         # inherited descriptors keep their numbers inside every level
