@@ -180,8 +180,7 @@ def _parents(dest: str, made: set[str], bound: list[str]) -> list[str]:
 
 def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]:
     argv = [bwrap, *(["--unshare-pid"] if policy.pid_namespace else []), "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm"]
     if not policy.network:
         argv.append("--unshare-net")
