@@ -114,7 +114,7 @@ class RoomClient:
         parent, gpu = Path(spec.get("room_parent") or tempfile.gettempdir()), bool(spec.get("gpu"))
         room = _take_spare(parent, gpu) or cls.spawn(parent, gpu)
         room.model_class, room.build_root = model_class, spec["build_root"]
-        (room.workdir / "candidate.py").write_text(source, encoding="utf-8")
+        (room.workdir / "program.py").write_text(source, encoding="utf-8")  # the room imports it as candidate.py
         room.deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
         return room
 
@@ -202,7 +202,7 @@ class RoomClient:
     def load(self, spec: dict[str, Any], device: str, init_args: list[Any]) -> Loaded:
         prebuilt, fds = _prebuilt(Path(self.build_root))
         try:
-            loaded = self.ask(Load(program="candidate.py", model_class=self.model_class, init_args=init_args,
+            loaded = self.ask(Load(program="program.py", model_class=self.model_class, init_args=init_args,
                                    device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                                    prebuilt=prebuilt), fds, deadline_s=max(self.deadline - time.monotonic(), 1.0))
         finally:
@@ -216,7 +216,7 @@ class RoomClient:
         room's own folder, `build/`) and nothing of it runs past its module's top level."""
         prebuilt, fds = _prebuilt(Path(self.build_root))
         try:
-            return self.ask(Load(program="candidate.py", model_class=self.model_class, build_model=False,
+            return self.ask(Load(program="program.py", model_class=self.model_class, build_model=False,
                                  visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), prebuilt=prebuilt),
                             fds, deadline_s=deadline_s)
         finally:

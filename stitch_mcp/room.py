@@ -142,10 +142,17 @@ class _CandidateError(Exception):
 
 
 def _failure(kind: str, exc: BaseException) -> Failed:
+    """A Failed reply; a CUDA error (which may surface at any later call) is named as such."""
+    from stitch_mcp.worker import classify_error_text
+
     tb = traceback.extract_tb(exc.__traceback__)
     line = next((f.lineno for f in reversed(tb) if f.filename.endswith(f"{PROGRAM_MODULE}.py")), None)
-    text = "".join(traceback.format_exception(exc))
-    return Failed(error_kind=kind, message=f"{type(exc).__name__}: {exc}"[:3000], line=line, traceback=text[-6000:])
+    message = f"{type(exc).__name__}: {exc}"[:3000]
+    found = classify_error_text(message)
+    if found:
+        kind, message = found[0], f"{message} — {found[1]}"
+    return Failed(error_kind=kind, message=message, line=line,
+                  traceback="".join(traceback.format_exception(exc))[-6000:])
 
 
 def _guarded(what: str, fn):
