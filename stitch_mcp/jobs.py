@@ -45,7 +45,11 @@ class Progress:
         with self._lock:
             self.done, self.total, self.message = done, total if total is not None else self.total, message
             self.version += 1
-        log.info("progress %s/%s %s", done, total, message)
+        self.announce()
+
+    def announce(self) -> None:
+        """Tell a person about the new progress (the log on stderr; the CLI prints it instead)."""
+        log.info("progress %s/%s %s", self.done, self.total, self.message)
 
     def step(self, message: str) -> None:
         self.update(self.done + 1, self.total, message)

@@ -140,3 +140,27 @@ def _report(report: dict | None) -> IndexReport:
     if report.get("notes"):
         summary += "\n" + "\n".join(f"note: {n}" for n in report["notes"])
     return IndexReport(**{k: v for k, v in report.items() if k in IndexReport.model_fields}, summary=summary)
+
+
+def warm_index_in_background() -> threading.Thread:
+    """Build or refresh the index in a low-priority background thread (serve calls it at start), so a
+    search that arrives meanwhile waits on the build (answering 'running' after max_wait_s) instead
+    of starting one."""
+
+    def build() -> None:
+        import os
+
+        try:  # Linux: the niceness of this thread and of the threads it starts
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
+        try:
+            _, report = _get_index()
+            if report:
+                log.info("documentation index ready: %s chunks in %s s", report.get("chunks"), report.get("seconds"))
+        except Exception:  # a search will report the problem; the server keeps serving
+            log.exception("building the documentation index failed")
+
+    thread = threading.Thread(target=build, name="docs-index-warmup", daemon=True)
+    thread.start()
+    return thread
