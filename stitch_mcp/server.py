@@ -128,7 +128,10 @@ def _field_errors(tool: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False, include_input=False):
         field = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{field}: {err['msg'][0].lower()}{err['msg'][1:]}")
+        if err["type"] == "string_unicode":  # e.g. "\ud800", valid JSON but no Unicode text
+            parts.append(f"{field}: the text holds a lone surrogate, which is not Unicode text; send UTF-8 text")
+        else:
+            parts.append(f"{field}: {err['msg'][0].lower()}{err['msg'][1:]}")
     return f"invalid arguments for {tool}: " + "; ".join(parts)
 
 
@@ -204,6 +207,8 @@ class _StitchMCPServer(MCPServer):
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_field_errors(name, exc.__cause__)) from None
             raise
+        finally:  # warnings logged meanwhile reach the client as MCP log messages
+            await _client_log.flush_to(context)
 
     async def get_prompt(self, name, arguments=None, context=None):
         # The SDK reports an unknown prompt as an internal error; say what is wrong instead.
