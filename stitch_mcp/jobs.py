@@ -37,6 +37,7 @@ class Progress:
         self.total: float | None = None
         self.message: str = ""
         self.version = 0
+        self.messages: list[str] = []  # every step's message, for a client that reads them all
         self._cancel = threading.Event()
         self._on_cancel: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -45,6 +46,8 @@ class Progress:
         with self._lock:
             self.done, self.total, self.message = done, total if total is not None else self.total, message
             self.version += 1
+            if message and len(self.messages) < 1000:
+                self.messages.append(message)
         self.announce()
 
     def announce(self) -> None:
@@ -251,4 +254,6 @@ class JobRunner:
                     seen = job.progress.version
                     await on_progress(job.progress)
                 await anyio.to_thread.run_sync(job.finished.wait, 0.25, abandon_on_cancel=True)
+        if on_progress is not None and job.progress.version != seen:  # the steps since the last look
+            await on_progress(job.progress)
         return job.finished.is_set()

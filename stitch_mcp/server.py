@@ -234,12 +234,16 @@ class _StitchMCPServer(MCPServer):
         return _finished_answer(job)
 
     async def wait(self, ctx: Context | None, job: Job, max_wait_s: float) -> bool:
+        sent = 0  # progress messages already sent as log messages
+
         async def forward(p: Progress) -> None:
+            nonlocal sent
             await _client_log.flush_to(ctx)
             if ctx is None:
                 return
-            if p.message:
-                await _client_log.send(ctx, "info", f"{job.tool}: {p.message}", f"stitch_mcp.{job.tool}")
+            steps, sent = p.messages[sent:], len(p.messages)
+            for message in steps:
+                await _client_log.send(ctx, "info", f"{job.tool}: {message}", f"stitch_mcp.{job.tool}")
             try:
                 await ctx.report_progress(p.done, p.total, p.message or None)
             except Exception:  # a client without a progress token: nothing to report to

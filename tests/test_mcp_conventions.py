@@ -291,3 +291,23 @@ async def test_search_while_the_index_builds_answers_running(tmp_path):
     finally:
         configure()
         search.reset()
+
+
+async def test_progress_reaches_the_client_as_info_log_messages():
+    """Each progress step of a job becomes an MCP log message at level info, when the client asks for
+    info (a syntax error ends the check within a second or two: no build, no worker)."""
+    received = []
+
+    async def on_log(params):
+        received.append(params)
+
+    reference, candidate = (PROGRAMS / "ref_relu.py").read_text(), (PROGRAMS / "cand_syntax.py").read_text()
+    async with Client(create_server(), mode="legacy", logging_callback=on_log) as client:
+        with pytest.warns(Warning):
+            await client.set_logging_level("info")
+        result = await client.call_tool("compile_and_check", {"reference": reference, "candidate": candidate,
+                                                              "timing": False, "max_wait_s": 60})
+        assert result.structured_content["verdict"] == "error"
+    steps = [m for m in received if m.level == "info" and str(m.data).startswith("compile_and_check: ")]
+    assert steps and steps[0].logger == "stitch_mcp.compile_and_check"
+    assert len({str(m.data) for m in steps}) == len(steps), "each step once"
