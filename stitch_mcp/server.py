@@ -85,12 +85,29 @@ MaxWait = Annotated[float, Field(
                                "job_id (a client that exits after one call should wait for the whole result)")]
 
 
-def _client_roots(ctx: Context):
-    """Resolver: ask the client for its roots when it offers them and the allowed_roots setting is unset."""
+MODERN_PROTOCOL = "2026-07-28"  # and later: server requests ride the call (input-required), no back-channel
+
+
+def _is_legacy(ctx: Context) -> bool:
+    return (ctx.protocol_version or "") < MODERN_PROTOCOL
+
+
+async def _client_roots(ctx: Context):
+    """Resolver: the client's roots when it offers them and the allowed_roots setting is unset. On a
+    handshake-era connection a client that fails roots/list leaves the default folders (with a warning)
+    instead of failing the call."""
     caps = ctx.client_capabilities
     if get_settings().allowed_roots or caps is None or caps.roots is None:
         return None
-    return ListRoots()
+    if not _is_legacy(ctx):
+        return ListRoots()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            return await ctx.session.list_roots()
+    except Exception as exc:
+        log.warning("the client offers roots but roots/list failed (%s): using the default allowed folders", exc)
+        return None
 
 
 # Every tool that reads a path argument takes the client's roots through this parameter.
@@ -171,8 +188,7 @@ class ClientLog(logging.Handler):
         if ctx is None:
             return
         # Handshake-era clients choose the level with logging/setLevel; 2026 clients per request (SDK-filtered).
-        legacy = getattr(ctx.request_context, "protocol_version", "") < "2026-07-28"
-        if legacy and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.level_name):
+        if _is_legacy(ctx) and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.level_name):
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)

@@ -136,9 +136,10 @@ async def _reference_error(client, path: Path) -> str:
     return _text(await client.call_tool("profile_reference", {"reference": str(path), "max_wait_s": 0}))
 
 
-async def test_client_roots_are_the_allowed_folders(folders):
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026 protocol (input-required) and handshake era
+async def test_client_roots_are_the_allowed_folders(folders, mode):
     offered, other = folders
-    async with Client(create_server(), list_roots_callback=_roots_callback(offered)) as client:
+    async with Client(create_server(), list_roots_callback=_roots_callback(offered), mode=mode) as client:
         # read (then refused as not a KernelBench program): the file was inside the offered root
         assert "does not define" in await _reference_error(client, offered / "prog.py")
         outside = await _reference_error(client, other / "prog.py")
@@ -146,6 +147,19 @@ async def test_client_roots_are_the_allowed_folders(folders):
     assert "not a file inside the allowed folders" in outside and str(offered) in outside
     # outside the roots, a missing file and an existing one get the same answer
     assert outside.replace("prog.py", "X") == missing.replace("missing.py", "X")
+
+
+async def test_a_client_failing_roots_list_keeps_the_default_folders(folders):
+    from mcp.types import ErrorData
+
+    offered, _ = folders
+
+    async def refuse(context):
+        return ErrorData(code=-32603, message="no roots today")
+
+    async with Client(create_server(), list_roots_callback=refuse, mode="legacy") as client:
+        text = await _reference_error(client, offered / "prog.py")
+    assert "not a file inside the allowed folders" in text and str(ROOT) in text  # the working directory
 
 
 async def test_the_setting_wins_over_the_clients_roots(folders):
