@@ -247,7 +247,7 @@ class _StitchMCPServer(MCPServer):
             raise
         if not done:
             return _running_answer(output, tool, job, args)
-        return _finished_answer(job)
+        return await anyio.to_thread.run_sync(_finished_answer, job)  # may read an image file
 
     async def wait(self, ctx: Context | None, job: Job, max_wait_s: float) -> bool:
         sent = 0  # progress messages already sent as log messages
@@ -502,7 +502,7 @@ def _add_reading_tools(mcp: _StitchMCPServer) -> None:
                 raise ToolError(str(exc)) from None
             return _stored_job_info(job_id, stored)
         await mcp.wait(ctx, job, max_wait_s)  # a cancelled job_status leaves the job running
-        return _job_info(job)
+        return await anyio.to_thread.run_sync(_job_info, job)  # may read an image file
 
 
 # ------------------------------------------------------------------ prompts, resources, completions
