@@ -133,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (non-loopback needs a token)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--token", default=None, help="bearer token required over HTTP (or STITCH_AUTH_TOKEN)")
+    p.add_argument("--max-wait-s", type=float, default=None, metavar="SECONDS",
+                   help="how long a long tool waits for its result when the call gives no max_wait_s (default 45, "
+                        "for clients that stay connected); a one-shot client such as the Inspector CLI should "
+                        "use e.g. 600 so its single call gets the result instead of 'running'")
 
     p = sub.add_parser("doctor", parents=[hidden], help="check GPU, driver, compilers, profilers, docs index",
                        epilog=SETTINGS_NOTE)
@@ -214,9 +218,13 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from stitch_mcp.server import create_server
+    from stitch_mcp.server import DEFAULT_WAIT_S, create_server
 
-    mcp = create_server()
+    wait = getattr(args, "max_wait_s", None)
+    wait = DEFAULT_WAIT_S if wait is None else wait
+    if not 0 <= wait <= 3600:
+        raise UserError("--max-wait-s: give seconds between 0 and 3600")
+    mcp = create_server(default_wait_s=wait)
     if settings.docs_index_warmup:
         from stitch_mcp.search import warm_index_in_background
 

@@ -211,10 +211,11 @@ logging.getLogger("stitch_mcp").addHandler(_client_log)
 
 
 class _StitchMCPServer(MCPServer):
-    def __init__(self) -> None:
+    def __init__(self, default_wait_s: float) -> None:
         super().__init__("stitch-mcp", title="stitch-mcp: CUDA kernel verifier", instructions=INSTRUCTIONS,
                          version=__version__)
         self.runner = JobRunner()
+        self.default_wait_s = default_wait_s  # max_wait_s when the caller gives none
 
     async def call_tool(self, name, arguments, context=None):
         try:
@@ -331,7 +332,7 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         backend: Annotated[Literal["auto", "nsys", "torch"], Field(
             description="auto: Nsight Systems when it can write a report, else torch.profiler")] = "auto",
         iterations: Annotated[int, Field(ge=1, le=100, description="profiled iterations after warm-up")] = 5,
-        max_wait_s: MaxWait = 45,
+        max_wait_s: MaxWait = mcp.default_wait_s,
         roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, ReferenceProfile]:
         """Register a KernelBench reference program as a task and show where its GPU time goes: ops and
@@ -356,7 +357,7 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         timing: Annotated[bool, Field(description="time the candidate against eager and torch.compile")] = True,
         compare_compile: Annotated[bool | None, Field(
             description="also time torch.compile (default from settings)")] = None,
-        max_wait_s: MaxWait = 45,
+        max_wait_s: MaxWait = mcp.default_wait_s,
         roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, CheckReport]:
         """Build a candidate (ModelNew), prove it correct against the reference on fresh inputs, run
@@ -385,7 +386,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         sections: Annotated[Literal["quick", "full", "source"], Field(
             description="quick: throughput, memory, compute, occupancy, launch, stalls; full: all; "
                         "source: also the hottest source lines")] = "quick",
-        max_wait_s: MaxWait = 45,
+        max_wait_s: MaxWait = mcp.default_wait_s,
         roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, KernelProfile]:
         """Profile a candidate's kernels with Nsight Compute: why each is slow (memory-, compute-, latency-
@@ -411,7 +412,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
                         "(default: the stored feedback on the task's previous candidate)")] = None,
         judge: Annotated[Literal["none", "client"], Field(
             description="client: also ask the client's model (MCP sampling) for a second opinion")] = "none",
-        max_wait_s: MaxWait = 45,
+        max_wait_s: MaxWait = mcp.default_wait_s,
         roots: ClientRoots = None,
         opinion: Annotated[Any, Resolve(judge_request)] = None,
     ) -> Annotated[CallToolResult, RubricReport]:
@@ -476,7 +477,7 @@ def _add_reading_tools(mcp: _StitchMCPServer) -> None:
         kinds: Annotated[list[str] | None, Field(
             description="restrict to these kinds: card, header, bindings, user")] = None,
         include_text: Annotated[bool, Field(description="include each result's whole text")] = False,
-        max_wait_s: MaxWait = 45,
+        max_wait_s: MaxWait = mcp.default_wait_s,
     ) -> Annotated[CallToolResult, SearchResults]:
         """Search CUDA documentation offline: knowledge cards on optimisation techniques and profiler
         metrics, the installed toolkit's API reference, and your own documents. Exact API names match
@@ -491,7 +492,7 @@ def _add_reading_tools(mcp: _StitchMCPServer) -> None:
     async def job_status(
         ctx: Context,
         job_id: Annotated[str, Field(min_length=1, description="job_id from a tool that answered 'running'")],
-        max_wait_s: MaxWait = 45,
+        max_wait_s: MaxWait = mcp.default_wait_s,
     ) -> Annotated[CallToolResult, JobInfo]:
         """Wait for a long call's job and return its finished result (or status 'running' again)."""
         try:
@@ -596,8 +597,14 @@ def _add_completions_and_logging(mcp: _StitchMCPServer) -> None:
     mcp._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
 
 
-def create_server() -> MCPServer:
-    mcp = _StitchMCPServer()
+DEFAULT_WAIT_S = 45.0  # under the ~60 s after which many clients give up on a call
+
+
+def create_server(default_wait_s: float = DEFAULT_WAIT_S) -> MCPServer:
+    """The server. default_wait_s is max_wait_s when a call gives none: 45 s suits clients that stay
+    connected (a longer job answers 'running'); a one-shot client (`serve --max-wait-s 600`) waits
+    for the result instead."""
+    mcp = _StitchMCPServer(default_wait_s)
     for add in (_add_check_tools, _add_profile_tools, _add_record_tools, _add_reading_tools, _add_prompts,
                 _add_resources, _add_completions_and_logging):
         add(mcp)

@@ -122,3 +122,8 @@ def test_serve_under_a_client_says_nothing_about_terminals():
     proc = subprocess.run([sys.executable, "-m", "stitch_mcp", "serve"], input="", capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=60)
     assert "waiting for an MCP client" not in proc.stderr and proc.stdout == ""
+
+
+def test_serve_refuses_a_wait_out_of_range():
+    result = _cli("serve", "--max-wait-s", "5000")
+    assert result.returncode == 2 and "--max-wait-s" in result.stderr

@@ -325,3 +325,12 @@ async def test_progress_reaches_the_client_as_info_log_messages():
     steps = [m for m in received if m.level == "info" and str(m.data).startswith("compile_and_check: ")]
     assert steps and steps[0].logger == "stitch_mcp.compile_and_check"
     assert len({str(m.data) for m in steps}) == len(steps), "each step once"
+
+
+async def test_the_default_wait_is_set_by_the_server():
+    """A one-shot client's server (serve --max-wait-s 600) waits for results by default; the schema says so."""
+    async with Client(create_server(default_wait_s=600)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name in ("compile_and_check", "profile_reference", "profile_kernel", "rubric_score", "search_cuda_docs",
+                 "job_status"):
+        assert tools[name].input_schema["properties"]["max_wait_s"]["default"] == 600, name
