@@ -79,11 +79,21 @@ def _outside_error(field: str, value: str, roots: list[Path]) -> UserError:
 
 def _read_path(value: str, field: str, limit: int) -> Program:
     roots = allowed_roots()
-    path = Path(os.path.abspath(Path(value).expanduser()))
-    # Where the name leads before opening (symlinked folders followed): outside the roots, the answer
-    # is the same whether or not anything is there.
-    if not _inside(path.resolve(strict=False), roots):
-        raise _outside_error(field, value, roots)
+    shown = value if len(value) <= 200 else value[:200] + "..."
+    try:
+        path = Path(os.path.abspath(Path(value).expanduser()))
+        # Where the name leads before opening (symlinked folders followed): outside the roots, the
+        # answer is the same whether or not anything is there.
+        leads_to = path.resolve(strict=False)
+    except (ValueError, RuntimeError, OSError) as exc:  # a NUL byte, ~unknown-user, a symlink loop
+        raise UserError(f"{field}: {shown!r} is not a usable path ({exc}); give a path to a .py file "
+                        "or the program's source text") from None
+    if not _inside(leads_to, roots):
+        raise _outside_error(field, shown, roots)
+    return _open_and_read(path, shown, field, limit, roots)
+
+
+def _open_and_read(path: Path, value: str, field: str, limit: int, roots: list[Path]) -> Program:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
@@ -93,7 +103,7 @@ def _read_path(value: str, field: str, limit: int) -> Program:
     except OSError as exc:
         raise UserError(f"{field}: cannot open {value}: {exc.strerror}") from None
     try:
-        return _read_opened(fd, value, field, limit, roots)
+        return _read_opened(fd, path, value, field, limit, roots)
     finally:
         os.close(fd)
 
@@ -106,11 +116,11 @@ def _real_path(fd: int, fallback: Path) -> Path:
         return fallback.resolve()
 
 
-def _read_opened(fd: int, value: str, field: str, limit: int, roots: list[Path]) -> Program:
+def _read_opened(fd: int, path: Path, value: str, field: str, limit: int, roots: list[Path]) -> Program:
     info = os.fstat(fd)
     if stat.S_ISDIR(info.st_mode):
         raise UserError(f"{field}: {value} is a directory; give the .py file")
-    real = _real_path(fd, Path(value))
+    real = _real_path(fd, path)
     if not _inside(real, roots):  # the name changed under us (a swapped symlink): same answer as outside
         raise _outside_error(field, value, roots)
     if not stat.S_ISREG(info.st_mode):

@@ -334,3 +334,16 @@ async def test_the_default_wait_is_set_by_the_server():
     for name in ("compile_and_check", "profile_reference", "profile_kernel", "rubric_score", "search_cuda_docs",
                  "job_status"):
         assert tools[name].input_schema["properties"]["max_wait_s"]["default"] == 600, name
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("ref\x00.py", "is not a usable path"),
+    ("~no-such-user-here/ref.py", "is not a usable path"),
+    ("/tmp/" + "x" * 5000 + ".py", "..."),  # a long path is shortened in the answer
+])
+async def test_unusable_paths_get_a_field_error(value, expected):
+    async with Client(create_server()) as client:
+        result = await client.call_tool("profile_reference", {"reference": value})
+        text = _text(result)
+        assert result.is_error and ": reference: " in text and expected in text and len(text) < 1000
+        assert (await client.list_tools()).tools
