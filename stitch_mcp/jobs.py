@@ -204,12 +204,12 @@ def content_args(args: dict[str, Any]) -> dict[str, Any]:
     from stitch_mcp.store import content_id
 
     keyed = dict(args)
-    for field in ("reference", "candidate"):
-        if keyed.get(field):
-            program = load_program(keyed[field], field)
-            if field == "reference":
+    for name in ("reference", "candidate"):
+        if keyed.get(name):
+            program = load_program(keyed[name], name)
+            if name == "reference":
                 check_reference(program)
-            keyed[field] = content_id("s", program.source)
+            keyed[name] = content_id("s", program.source)
     return keyed
 
 

@@ -13,14 +13,18 @@ from mcp.server.mcpserver import Context, Sample
 from mcp.types import SamplingMessage, TextContent
 
 from stitch_mcp.errors import UserError
+from stitch_mcp.mcp_roots import ClientRoots, use_client_roots
 
 
 def judge_request(ctx: Context, judge: str = "none", candidate: str | None = None, candidate_id: str | None = None,
-                  reference: str | None = None, task_id: str | None = None, feedback: list[str] | None = None):
+                  reference: str | None = None, task_id: str | None = None, feedback: list[str] | None = None,
+                  roots: ClientRoots = None):
     """Resolver of rubric_score's `opinion`: a sampling request when judge='client' and the client can
-    sample; otherwise a string saying why no second opinion is asked."""
+    sample; otherwise a string saying why no second opinion is asked. Paths are read inside the
+    client's roots, as the tool reads them."""
     from stitch_mcp.score import JUDGE_SYSTEM, judge_prompt_for
 
+    use_client_roots(roots)
     if judge != "client":
         return "not requested"
     caps = getattr(ctx, "client_capabilities", None)

@@ -27,14 +27,12 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.server.mcpserver.resolve import ListRoots
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import (
     CallToolResult,
     Completion,
     EmptyResult,
     ImageContent,
-    ListRootsResult,
     PromptReference,
     ResourceTemplateReference,
     SetLevelRequestParams,
@@ -48,6 +46,7 @@ from stitch_mcp.config import get_settings
 from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Job, JobRunner, Progress
 from stitch_mcp.mcp_judge import judge_request, sampled_text
+from stitch_mcp.mcp_roots import ClientRoots, is_legacy, use_client_roots
 from stitch_mcp.models import (
     CheckReport,
     JobInfo,
@@ -84,34 +83,6 @@ MaxWait = Annotated[float, Field(
     ge=0, le=3600, description="seconds to wait for the result before answering status='running' with a "
                                "job_id (a client that exits after one call should wait for the whole result)")]
 
-
-MODERN_PROTOCOL = "2026-07-28"  # and later: server requests ride the call (input-required), no back-channel
-
-
-def _is_legacy(ctx: Context) -> bool:
-    return (ctx.protocol_version or "") < MODERN_PROTOCOL
-
-
-async def _client_roots(ctx: Context):
-    """Resolver: the client's roots when it offers them and the allowed_roots setting is unset. On a
-    handshake-era connection a client that fails roots/list leaves the default folders (with a warning)
-    instead of failing the call."""
-    caps = ctx.client_capabilities
-    if get_settings().allowed_roots or caps is None or caps.roots is None:
-        return None
-    if not _is_legacy(ctx):
-        return ListRoots()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            return await ctx.session.list_roots()
-    except Exception as exc:
-        log.warning("the client offers roots but roots/list failed (%s): using the default allowed folders", exc)
-        return None
-
-
-# Every tool that reads a path argument takes the client's roots through this parameter.
-ClientRoots = Annotated[ListRootsResult | None, Resolve(_client_roots)]
 
 # Truthful hints: the long tools add records (tasks, candidates, reports) and never change or delete
 # existing ones; a repeated call measures again and stores another report, so none is idempotent.
@@ -152,19 +123,6 @@ def _field_errors(tool: str, exc: ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts)
 
 
-def _set_roots(roots: ListRootsResult | None) -> None:
-    """Use the client's file:// roots as the allowed folders for this call (and the jobs it starts)."""
-    from urllib.parse import unquote, urlparse
-
-    from stitch_mcp.sources import client_roots
-
-    if roots is None:
-        return
-    folders = tuple(Path(unquote(urlparse(str(r.uri)).path)).resolve() for r in roots.roots
-                    if str(r.uri).startswith("file://"))
-    client_roots.set(folders or None)
-
-
 # ------------------------------------------------------------------ MCP log messages
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -188,7 +146,7 @@ class ClientLog(logging.Handler):
         if ctx is None:
             return
         # Handshake-era clients choose the level with logging/setLevel; 2026 clients per request (SDK-filtered).
-        if _is_legacy(ctx) and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.level_name):
+        if is_legacy(ctx) and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.level_name):
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -340,7 +298,7 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         timeline image. Returns task_id for the other tools."""
         from stitch_mcp.profiling.reference import profile_reference as run
 
-        _set_roots(roots)
+        use_client_roots(roots)
         args = dict(reference=reference, task_id=task_id, backend=backend, iterations=iterations)
         return await mcp.run_job(ctx, "profile_reference", ReferenceProfile, args, run, max_wait_s)
 
@@ -365,7 +323,7 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         torch.compile. verdict is pass, fail or error; reasons and summary say what to fix first."""
         from stitch_mcp.check import compile_and_check as run
 
-        _set_roots(roots)
+        use_client_roots(roots)
         args = dict(candidate=candidate, reference=reference, task_id=task_id, trials=trials, atol=atol,
                     rtol=rtol, timing=timing, compare_compile=compare_compile)
         return await mcp.run_job(ctx, "compile_and_check", CheckReport, args, run, max_wait_s)
@@ -394,7 +352,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         limiters, top stall reasons, and ranked suggestions that cite search_cuda_docs entries."""
         from stitch_mcp.profiling.kernel import profile_kernel as run
 
-        _set_roots(roots)
+        use_client_roots(roots)
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,
                     kernel_filter=kernel_filter, launch_skip=launch_skip, launch_count=launch_count,
                     sections=sections)
@@ -422,7 +380,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         from stitch_mcp.score import apply_client_judgement
         from stitch_mcp.score import rubric_score as run
 
-        _set_roots(roots)
+        use_client_roots(roots)
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,
                     feedback=feedback, judge="none")
         result = await mcp.run_job(ctx, "rubric_score", RubricReport, args, run, max_wait_s)

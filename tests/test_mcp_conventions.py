@@ -347,3 +347,28 @@ async def test_unusable_paths_get_a_field_error(value, expected):
         text = _text(result)
         assert result.is_error and ": reference: " in text and expected in text and len(text) < 1000
         assert (await client.list_tools()).tools
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_client_judge_reads_paths_inside_the_clients_roots(folders, mode):
+    """rubric_score's second opinion reads the candidate where the tool does: inside the client's roots."""
+    from mcp.types import CreateMessageResult, TextContent
+
+    offered, _ = folders
+    (offered / "cand.py").write_text((PROGRAMS / "cand_relu_torch.py").read_text())
+    asked = []
+
+    async def sampler(context, params):
+        asked.append(params.messages[0].content.text)
+        answer = {k: {"score": 1.0} for k in ("anti_hacking", "cuda_engineering", "operator_coverage",
+                                                "skill_compliance")}
+        return CreateMessageResult(role="assistant", model="fake", content=TextContent(type="text",
+                                                                                        text=json.dumps(answer)))
+
+    async with Client(create_server(), list_roots_callback=_roots_callback(offered), sampling_callback=sampler,
+                      mode=mode) as client:
+        result = await client.call_tool("rubric_score", {"candidate": str(offered / "cand.py"), "judge": "client",
+                                                         "reference": (PROGRAMS / "ref_relu.py").read_text()})
+    assert not result.is_error, _text(result)
+    assert result.structured_content["judge"].startswith("client (merged"), result.structured_content["judge"]
+    assert asked and "torch.clamp" in asked[0]
