@@ -73,6 +73,8 @@ def search_cuda_docs(*, query: str, k: int = 5, kinds: list[str] | None = None, 
     if not isinstance(k, int) or k < 1 or k > MAX_K:
         raise UserError(f"k must be between 1 and {MAX_K}")
     kinds = _check_kinds(kinds)
+    if progress is not None and _lock.locked():  # e.g. the build serve starts in the background
+        progress.update(0, None, "waiting for the documentation index, which is being built")
     idx, report = _get_index(progress)
     notes: list[str] = []
     if report and (report.get("sources_parsed") or report.get("embedded")):
@@ -155,7 +157,7 @@ def warm_index_in_background() -> threading.Thread:
         except (AttributeError, OSError):
             pass
         try:
-            _, report = _get_index()
+            _, report = _get_index(Progress())  # its steps go to the log on stderr
             if report:
                 log.info("documentation index ready: %s chunks in %s s", report.get("chunks"), report.get("seconds"))
         except Exception:  # a search will report the problem; the server keeps serving

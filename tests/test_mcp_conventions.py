@@ -372,3 +372,25 @@ async def test_the_client_judge_reads_paths_inside_the_clients_roots(folders, mo
     assert not result.is_error, _text(result)
     assert result.structured_content["judge"].startswith("client (merged"), result.structured_content["judge"]
     assert asked and "torch.clamp" in asked[0]
+
+
+def test_serve_builds_the_docs_index_at_start_and_a_search_meanwhile_answers_running(tmp_path):
+    import select
+
+    proc = _raw_server(env_extra={"STITCH_DOCS_INDEX_WARMUP": "1", "STITCH_CACHE_DIR": str(tmp_path),
+                                  "STITCH_LOG_LEVEL": "INFO"})
+    try:
+        seen, deadline = "", time.monotonic() + 60
+        while "checking documentation sources" not in seen and time.monotonic() < deadline:
+            if select.select([proc.stderr], [], [], 1)[0]:
+                seen += proc.stderr.readline()
+        assert "checking documentation sources" in seen, seen[-2000:]  # the build started by itself
+        search = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"name": "search_cuda_docs", "arguments": {"query": "cudaMemcpyAsync", "max_wait_s": 1}}}
+        answer = _exchange(proc, INIT + [json.dumps(search)], want_ids={1, 2})[2]["result"]
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert not answer.get("isError"), answer
+    assert answer["structuredContent"]["status"] == "running" and answer["structuredContent"]["job_id"]
+    assert "documentation index" in answer["structuredContent"]["summary"]
