@@ -17,8 +17,6 @@ import base64
 import inspect
 import json
 import logging
-import warnings
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,7 +25,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CallToolResult,
     Completion,
@@ -46,7 +44,8 @@ from stitch_mcp.config import get_settings
 from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Job, JobRunner, Progress
 from stitch_mcp.mcp_judge import judge_request, sampled_text
-from stitch_mcp.mcp_roots import ClientRoots, is_legacy, use_client_roots
+from stitch_mcp.mcp_log import client_log
+from stitch_mcp.mcp_roots import ClientRoots, use_client_roots
 from stitch_mcp.models import (
     CheckReport,
     JobInfo,
@@ -123,48 +122,6 @@ def _field_errors(tool: str, exc: ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts)
 
 
-# ------------------------------------------------------------------ MCP log messages
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
-class ClientLog(logging.Handler):
-    """Warnings from stitch_mcp's loggers, held until a tool call sends them to the client as MCP log
-    messages; progress goes the same way at level info. The client picks the level with
-    logging/setLevel (default warning); stderr keeps the full log for humans."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.pending: deque[tuple[str, str, str]] = deque(maxlen=100)
-        self.level_name = "warning"
-
-    def emit(self, record: logging.LogRecord) -> None:
-        level = record.levelname.lower() if record.levelname.lower() in LOG_LEVELS else "warning"
-        self.pending.append((level, record.name, record.getMessage()))
-
-    async def send(self, ctx: Context | None, level: str, message: str, logger: str = "stitch_mcp") -> None:
-        if ctx is None:
-            return
-        # Handshake-era clients choose the level with logging/setLevel; 2026 clients per request (SDK-filtered).
-        if is_legacy(ctx) and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.level_name):
-            return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            try:
-                await ctx.log(level, message, logger_name=logger)  # type: ignore[arg-type]
-            except Exception:  # a closed stream: the message stays on stderr
-                pass
-
-    async def flush_to(self, ctx: Context | None) -> None:
-        while self.pending and ctx is not None:
-            level, name, message = self.pending.popleft()
-            await self.send(ctx, level, message, name)
-
-
-_client_log = ClientLog()
-logging.getLogger("stitch_mcp").addHandler(_client_log)
-
-
 # ------------------------------------------------------------------ running long tools as jobs
 
 
@@ -183,7 +140,7 @@ class _StitchMCPServer(MCPServer):
                 raise ToolError(_field_errors(name, exc.__cause__)) from None
             raise
         finally:  # warnings logged meanwhile reach the client as MCP log messages
-            await _client_log.flush_to(context)
+            await client_log.flush_to(context)
 
     async def get_prompt(self, name, arguments=None, context=None):
         # The SDK reports an unknown prompt as an internal error; say what is wrong instead.
@@ -213,19 +170,19 @@ class _StitchMCPServer(MCPServer):
 
         async def forward(p: Progress) -> None:
             nonlocal sent
-            await _client_log.flush_to(ctx)
+            await client_log.flush_to(ctx)
             if ctx is None:
                 return
             steps, sent = p.messages[sent:], len(p.messages)
             for message in steps:
-                await _client_log.send(ctx, "info", f"{job.tool}: {message}", f"stitch_mcp.{job.tool}")
+                await client_log.send(ctx, "info", f"{job.tool}: {message}", f"stitch_mcp.{job.tool}")
             try:
                 await ctx.report_progress(p.done, p.total, p.message or None)
             except Exception:  # a client without a progress token: nothing to report to
                 pass
 
         done = await self.runner.wait(job, max_wait_s, forward)
-        await _client_log.flush_to(ctx)
+        await client_log.flush_to(ctx)
         return done
 
 
@@ -549,7 +506,7 @@ def _add_completions_and_logging(mcp: _StitchMCPServer) -> None:
         return Completion(values=matching[:100], total=len(matching), has_more=len(matching) > 100)
 
     async def set_level(ctx, params: SetLevelRequestParams) -> EmptyResult:
-        _client_log.level_name = params.level
+        client_log.level_name = params.level
         return EmptyResult()
 
     mcp._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
