@@ -8,19 +8,20 @@ call and the jobs it starts. The allowed_roots setting, when set, wins and no ro
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 from typing import Annotated
 
+import anyio
 from mcp.server.mcpserver import Context, Resolve
 from mcp.server.mcpserver.resolve import ListRoots
-from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp.types import ListRootsResult
+from mcp.shared.message import ServerMessageMetadata
+from mcp.types import ListRootsRequest, ListRootsResult
 
 from stitch_mcp.config import get_settings
 
 log = logging.getLogger(__name__)
 
+ROOTS_TIMEOUT_S = 10.0  # a client that declares roots but never answers must not stall every call
 MODERN_PROTOCOL = "2026-07-28"  # and later: server requests ride the call (input-required), no back-channel
 
 
@@ -37,12 +38,16 @@ async def client_roots_resolver(ctx: Context):
         return None
     if not is_legacy(ctx):
         return ListRoots()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            return await ctx.session.list_roots()
+    if not getattr(ctx.session, "can_send_request", True):
+        return None
+    try:  # on the call's own stream (streamable HTTP: no standalone stream needed), never for long
+        with anyio.fail_after(ROOTS_TIMEOUT_S):
+            return await ctx.session.send_request(
+                ListRootsRequest(), ListRootsResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
     except Exception as exc:
-        log.warning("the client offers roots but roots/list failed (%s): using the default allowed folders", exc)
+        log.warning("the client offers roots but roots/list failed (%s): using the default allowed folders",
+                    exc or type(exc).__name__)
         return None
 
 
