@@ -317,6 +317,9 @@ class SearchResults(BaseModel):
     results: list[SearchHit] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     summary: str = ""
+    status: Literal["done", "running"] = "done"
+    job_id: str | None = Field(None, description="set while running (e.g. the index still building): "
+                               "pass it to job_status")
 
 
 class IndexReport(BaseModel):

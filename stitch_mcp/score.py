@@ -684,62 +684,44 @@ def merge_judgement(report: RubricReport, answer: dict) -> RubricReport:
     return r
 
 
-def judge_request(ctx, judge: str = "none", candidate: str | None = None, candidate_id: str | None = None,
-                  reference: str | None = None, task_id: str | None = None, feedback: list[str] | None = None):
-    """Resolver for the rubric_score tool: a Sample request to the client's model when judge='client'
-    and the client can sample; otherwise a string saying why no second opinion is asked."""
-    if judge != "client":
-        return "not requested"
-    caps = getattr(ctx, "client_capabilities", None)
-    if caps is None or getattr(caps, "sampling", None) is None:
-        return "the client does not support MCP sampling"
-    from mcp.server.mcpserver import Sample
-    from mcp.types import SamplingMessage, TextContent
-
+def judge_prompt_for(candidate: str | None, candidate_id: str | None, reference: str | None,
+                     task_id: str | None, feedback: list[str] | None) -> str:
+    """The prompt asking a model for a second opinion on a candidate (sent by the MCP layer through
+    sampling, with JUDGE_SYSTEM). Raises UserError when the candidate or task cannot be found."""
     from stitch_mcp.sources import load_program, resolve_task
     from stitch_mcp.store import content_id, get_workspace
 
-    try:
-        ws = get_workspace()
-        if candidate_id and not candidate:
-            cand = ws.candidate(candidate_id)
-            task = ws.task(cand.task_id)
-        else:
-            source = load_program(candidate, "candidate").source if candidate else ""
-            task = resolve_task(reference, task_id)
-            cid = content_id("c", task.task_id, source)
-            try:
-                cand = ws.candidate(cid)
-            except UserError:
-                cand = CandidateRecord(candidate_id=cid, task_id=task.task_id, source=source,
-                                       source_hash="", created_at=0.0)
-        report = assess(task, cand, feedback)
-    except (UserError, OSError) as exc:
-        return f"no second opinion: {exc}"
-    prompt = judge_prompt(task, cand, report)
-    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
-                  max_tokens=1200, system_prompt=JUDGE_SYSTEM, temperature=0.0)
+    ws = get_workspace()
+    if candidate_id and not candidate:
+        cand = ws.candidate(candidate_id)
+        task = ws.task(cand.task_id)
+    else:
+        source = load_program(candidate, "candidate").source if candidate else ""
+        task = resolve_task(reference, task_id)
+        cid = content_id("c", task.task_id, source)
+        try:
+            cand = ws.candidate(cid)
+        except UserError:
+            cand = CandidateRecord(candidate_id=cid, task_id=task.task_id, source=source,
+                                   source_hash="", created_at=0.0)
+    report = assess(task, cand, feedback)
+    return judge_prompt(task, cand, report)
 
 
-async def client_judgement(ctx, result, opinion=None):
-    """Merge the client's sampled grade (opinion, from judge_request) into a finished rubric result."""
-    from stitch_mcp.server import _tool_result
+def apply_client_judgement(report: RubricReport, answer: str | None, unavailable: str | None = None) -> RubricReport:
+    """Merge the client model's answer (text) into a finished rubric report and store the merged report;
+    `unavailable` says why there is no answer."""
     from stitch_mcp.store import get_workspace
 
-    report = RubricReport.model_validate(result.structured_content)
-    if opinion is None or isinstance(opinion, str):
-        report.judge = f"client judge unavailable: {opinion or 'the client did not answer'}"
+    if answer is None:
+        report.judge = f"client judge unavailable: {unavailable or 'the client did not answer'}"
         report.summary = summarize(report)
-        return _tool_result(report, report.summary)
-    content = getattr(opinion, "content", None)
-    text = getattr(content, "text", None) if content is not None else None
-    if isinstance(content, list):
-        text = " ".join(getattr(c, "text", "") for c in content)
+        return report
     try:
-        merged = merge_judgement(report, parse_judgement(text or ""))
+        merged = merge_judgement(report, parse_judgement(answer))
     except (ValueError, json.JSONDecodeError) as exc:
         report.judge = f"client judge unusable: {exc}"
         report.summary = summarize(report)
-        return _tool_result(report, report.summary)
+        return report
     get_workspace().add_report("rubric", merged, task_id=merged.task_id, candidate_id=merged.candidate_id)
-    return _tool_result(merged, merged.summary)
+    return merged
