@@ -127,7 +127,6 @@ def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):
     assert warm.verdict == "pass", warm.summary
     assert warm.build.cached and warm.stage_seconds.get("build") == 0.0
     assert warm.build.extensions and warm.build.extensions[0].cached
-    assert warm_s < 15, f"warm check took {warm_s:.1f} s"
     print(f"\nC++ candidate: cold {cold_s:.1f} s, warm {warm_s:.1f} s")
 
 
