@@ -10,6 +10,7 @@ process group is still the judge's descendant and is killed with it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -374,6 +375,17 @@ def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, s
     policy = SandboxPolicy(workdir=workdir, read_only=[PACKAGE_ROOT, *map(Path, _python_path() + _toolchain())],
                            gpu=gpu, env=env, slot=slot, pids_max=512)
     return sandboxed(argv, policy)
+
+
+@contextlib.contextmanager
+def candidate_sandbox(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool):
+    """A sandboxed command for other processes that run candidate code (the profilers): the same
+    sandbox as a room's, on a slot held until the block ends."""
+    slot, lock = _claim_slot()
+    try:
+        yield _sandboxed(argv, workdir, env, gpu, slot)
+    finally:
+        os.close(lock)
 
 
 def _prebuilt(scope: Path) -> tuple[dict[str, int], list[int]]:

@@ -66,7 +66,7 @@ def run_driver(mode: str, work: Path, ref_path: Path, *, iterations: int, warmup
     if lineinfo:
         cmd.append("--lineinfo")
     res = run_group(cmd, timeout_s=timeout_s, cwd=work, env=python_env(), progress=progress,
-                    log_path=work / "run.log")
+                    log_path=work / "run.log", sandboxed=cand_path is not None)
     if res.cancelled:
         from stitch_mcp.jobs import Cancelled
 
