@@ -195,6 +195,18 @@ class Analysis:
     launches: int = 0
     sources: list[CudaSource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gpu_code: bool = False  # CUDA C++ or a GPU kernel language
+    cpu_loop_nests: int = 0  # outermost loops of C++ written for the CPU (passes over memory)
+    ref_low_precision: bool = False  # the reference computes in fp16/bf16 (so TF32/BF16 math is within its rules)
+
+    @property
+    def target(self) -> str:
+        """'cuda' (CUDA C++), 'dsl' (Triton, CuTe DSL, TileLang, ... with no CUDA C++), 'cpu' (C++ with
+        no CUDA in it) or '' (no custom code to tell)."""
+        if self.gpu_code:
+            return "dsl" if self.technique_keys() & set(DSL_LANGUAGES) and not self.launches and \
+                not any("__global__" in s.text for s in self.sources) else "cuda"
+        return "cpu" if self.sources and self.has_custom_code else ""
 
     @property
     def has_custom_code(self) -> bool:
@@ -357,6 +369,8 @@ _CACHE_HINTS = {"__ldg", "__ldcs", "__ldcg", "__ldca", "__ldlu", "__ldcv", "__st
 _TF32 = {"CUBLAS_COMPUTE_32F_FAST_TF32", "CUBLAS_TF32_TENSOR_OP_MATH", "CUBLAS_COMPUTE_32F_FAST_16F",
          "CUBLAS_COMPUTE_32F_FAST_16BF", "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION"}
 
+DSL_LANGUAGES = ("triton", "cute_dsl", "tilelang", "numba", "cupy")
+
 TECHNIQUE_LABELS = {
     "shared_memory": "shared memory", "smem_tiling": "shared-memory tiling", "vectorized_access":
     "vectorized (16/8-byte) memory access", "warp_primitives": "warp-level primitives (shuffles, votes)",
@@ -372,7 +386,14 @@ TECHNIQUE_LABELS = {
     "fusion": "kernel fusion (one kernel covers several reference ops)", "triton": "Triton kernels",
     "thunderkittens": "ThunderKittens tiles", "cute_dsl": "CuTe DSL kernels", "tilelang": "TileLang kernels",
     "numba": "Numba CUDA kernels", "cupy": "CuPy JIT kernels", "autotune": "autotuned launch configurations",
+    # C++ for the CPU
+    "cpu_simd": "SIMD vectorisation (omp simd, at::vec::Vectorized, AVX/NEON intrinsics)",
+    "cpu_threads": "multithreading (at::parallel_for, OpenMP)", "cpu_cache_blocking": "cache blocking (tiled loops)",
+    "loop_fusion": "loop fusion (one pass over memory covers several reference ops)",
 }
+# Evidence of CUDA in a C++ source (as opposed to C++ written for the CPU)
+_CUDA_TEXT = re.compile(r"__global__|__device__|<<<|\bcuda[A-Z_]\w*|\bcu[A-Z]\w*\(|ATen/cuda|c10/cuda|cuda_runtime|"
+                        r"\bcublas|\bcudnn|\bcutlass|\bcute::|kittens|\bthrust::|\bcub::|blockIdx|threadIdx")
 
 
 @dataclass
@@ -390,6 +411,7 @@ class CxxFacts:
     tf32_mma: list[int] = field(default_factory=list)  # TF32 tensor-core math written in the kernel
     split_tf32: bool = False  # ... with the 3xTF32 split that keeps fp32 accuracy
     tensor_caches: list[int] = field(default_factory=list)  # static containers of tensors (replayed outputs)
+    outer_loops: int = 0  # loops not nested in another loop (passes over memory, for CPU C++)
 
 
 def _line_text(text: str, line: int) -> str:
@@ -490,6 +512,11 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
         if t.kind == "pp":
             if re.match(r"\s*#\s*pragma\s+unroll", t.value):
                 tech("loop_unrolling", t.line)
+            if re.match(r"\s*#\s*pragma\s+omp\s+(parallel|for|taskloop)", t.value):
+                tech("cpu_threads", t.line)
+            if re.match(r"\s*#\s*pragma\s+(omp\s+(parallel\s+for\s+)?simd|GCC\s+ivdep|clang\s+loop\s+vectorize|"
+                        r"GCC\s+unroll)", t.value) or re.search(r"\bsimd\b", t.value) and "omp" in t.value:
+                tech("cpu_simd", t.line)
             continue
         if t.kind != "id":
             if t.value == "<<<":
@@ -598,6 +625,11 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
             tech("occupancy_api", t.line)
         elif _TENSOR_ID.match(v):
             tech("tensor_cores", t.line)
+        elif v in ("parallel_for", "parallel_reduce", "thread", "async") and prev == "::" or v == "omp_get_thread_num":
+            tech("cpu_threads", t.line)
+        elif v in ("Vectorized", "vec") and prev == "::" or re.match(r"^_mm(256|512)?_\w+|^__m(128|256|512)|^v\w+q_f32$",
+                                                                        v):
+            tech("cpu_simd", t.line)
         elif _ASYNC_ID.match(v):
             tech("async_copy", t.line)
         if _TF32_MMA.match(v) or (v == "precision" and nxt == "::"):
@@ -624,6 +656,9 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
             facts.current_stream.append(t.line + off)
         if v in _TF32:
             facts.tf32.append(t.line + off)
+    facts.outer_loops, blocked = _loop_nests(code)
+    if blocked:
+        tech("cpu_cache_blocking", blocked)
     if shared and syncthreads and loop:
         first = next(t for t in facts.techniques if t.key == "shared_memory")
         facts.techniques.append(Technique("smem_tiling", TECHNIQUE_LABELS["smem_tiling"], first.line, first.text))
@@ -648,6 +683,35 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
         facts.techniques.append(Technique("current_stream", TECHNIQUE_LABELS["current_stream"], line,
                                           _line_text(src.text, line - off)))
     return facts
+
+
+def _loop_nests(code: list[Tok]) -> tuple[int, int | None]:
+    """(outermost for/while loops, the line of a loop nest stepping by tiles) of a token stream: a
+    fused CPU pass is one loop nest where a naive one has a loop per op; `i += TILE` inside another
+    loop is cache blocking."""
+    outer, end, blocked = 0, -1, None
+    for k, t in enumerate(code):
+        if t.value not in ("for", "while") or t.kind != "id" or k + 1 >= len(code) or code[k + 1].value != "(":
+            continue
+        close = _skip_balanced(code, k + 1, "(", ")")
+        header = [x.value for x in code[k + 1:close]]
+        nested = k <= end
+        if not nested:
+            outer += 1
+            body = close
+            if body < len(code) and code[body].value == "{":
+                end = _skip_balanced(code, body, "{", "}") - 1
+            else:
+                while body < len(code) and code[body].value != ";":
+                    body += 1
+                end = body
+        step = [header[i + 1] for i in range(len(header) - 1) if header[i] == "+="]
+        tiled = any(re.search(r"(?i)tile", s) or re.fullmatch(r"(?i)(block|blk|bs|b[mnk]|t[mnk])(_?(size|[mnk]))?", s)
+                    or s.isdigit() and int(s) >= 8 for s in step)
+        inner = any(x.value in ("for", "while") for x in code[close:end + 1]) if not nested else True
+        if tiled and inner and blocked is None:
+            blocked = t.line
+    return outer, blocked
 
 
 def _with_macro_bodies(toks: list[Tok]) -> list[Tok]:
@@ -1050,6 +1114,11 @@ class _PyAnalyzer:
         if self.is_reference:
             return a
         self.dsl_techniques()
+        self.a.gpu_code = self.a.gpu_code or bool(self.kernel_defs) or any(
+            isinstance(n, ast.keyword) and n.arg in ("cuda_sources", "extra_cuda_cflags") for n in ast.walk(mod.tree)
+        ) or any(name.split(".")[0] in ("cupy", "cupyx", "triton", "numba", "tilelang", "cutlass", "cuda", "pycuda")
+                 or "jiterator" in name for name, _ in mod.imports + [(v, 0) for v in self.torch_aliases.values()]) \
+            or any(".jiterator." in mod.resolve(_dotted(n.func)) for n in ast.walk(mod.tree) if isinstance(n, ast.Call))
         self.check_fallbacks(cls, fns)
         self.check_reference_use(cls)
         self.check_caches(fns)
@@ -1512,6 +1581,10 @@ def _merge_cxx(a: Analysis, ref_low_precision: bool) -> None:
     creates: list[int] = []
     for src in a.sources:
         f = analyze_cxx(src)
+        if f.kernels or f.launches or _CUDA_TEXT.search(src.text):
+            a.gpu_code = True
+        else:
+            a.cpu_loop_nests += f.outer_loops
         a.kernels.extend(k for k in f.kernels if k not in a.kernels)
         a.launches += len(f.launches)
         a.aten_ops.extend(f.aten)
@@ -1594,6 +1667,7 @@ def analyze_candidate(source: str, reference_source: str | None = None,
     if not a.has_modelnew:
         a.findings.append(_finding("no_modelnew", "probable", "no class ModelNew: nothing to check",
                                    None, "", severity="warning"))
-    _merge_cxx(a, an._ref_low_precision())
+    a.ref_low_precision = an._ref_low_precision()
+    _merge_cxx(a, a.ref_low_precision)
     _fallback_findings(a, ref_shares or [])
     return a
