@@ -1141,6 +1141,7 @@ class _PyAnalyzer:
                     a.techniques.append(Technique(lang, TECHNIQUE_LABELS[lang], node.lineno, mod.text(node.lineno)))
         if not self.kernel_defs and not self.ext_names and not self.ext_attrs:
             return
+        self._triton_tf32()
         have = a.technique_keys()
         for node in ast.walk(mod.tree):
             name, line = "", getattr(node, "lineno", None)
@@ -1153,6 +1154,23 @@ class _PyAnalyzer:
                 if name and key not in have and re.search(pattern, name):
                     have.add(key)
                     a.techniques.append(Technique(key, label, line, mod.text(line)))
+
+    def _triton_tf32(self) -> None:
+        """tl.dot on fp32 operands defaults to TF32: on an fp32 task say so unless the call asks for
+        "ieee" or the 3xTF32 "tf32x3" precision (or allow_tf32=False)."""
+        if self._ref_low_precision():
+            return
+        for node in ast.walk(self.mod.tree):
+            if isinstance(node, ast.Call) and self.mod.resolve(_dotted(node.func)) == "triton.language.dot":
+                kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+                if kw.get("input_precision") in ("ieee", "tf32x3") or kw.get("allow_tf32") is False:
+                    continue
+                self.a.findings.append(_finding(
+                    "tf32_tensor_cores", "possible",
+                    "tl.dot on fp32 operands uses TF32 by default (10 mantissa bits), a precision downgrade on an "
+                    "fp32 task: pass input_precision=\"tf32x3\" (3xTF32, fp32-accurate) or \"ieee\"",
+                    node.lineno, self.mod.text(node.lineno), severity="warning", doc_id="card:kernel-languages"))
+                return
 
     def _binop(self, node: ast.BinOp, tensors: set[str]) -> str | None:
         if isinstance(node.op, ast.MatMult):

@@ -636,6 +636,25 @@ def overall_of(dims: RubricDimensions, verdict: str) -> float:
     return round(max(0.0, min(1.0, total / sum(WEIGHTS.values()))), 4)
 
 
+_MISSING = re.compile(r"^\w+ workload: (?P<label>.*?) not used; (?P<advice>.*)$", re.S)
+
+
+def _missing_label(f: Finding) -> str:
+    m = _MISSING.match(f.message)
+    return m.group("label") if m else f.message
+
+
+def missing_technique_item(f: Finding) -> str | None:
+    """The feedback item for a missing_technique finding: "[key] Advice." with the advice worded for
+    the candidate's target (CUDA C++, CPU C++ or a kernel language). For the loop's feedback."""
+    m = _MISSING.match(f.message) if f.code == "missing_technique" else None
+    key = next((k for k, label in an.TECHNIQUE_LABELS.items() if m and label == m.group("label")), None)
+    if not key or not m.group("advice"):
+        return None
+    advice = m.group("advice").rstrip(".")
+    return f"[{key}] {advice[0].upper()}{advice[1:]}."
+
+
 def summarize(r: RubricReport) -> str:
     d = r.dimensions
     assert d is not None
@@ -653,8 +672,7 @@ def summarize(r: RubricReport) -> str:
     lines.append(f"- {eng_name} {d.cuda_engineering.score:.2f}: "
                  + (", ".join(f.message + (f" (line {f.evidence[0].line})" if f.evidence and f.evidence[0].line
                                            else "") for f in techs[:6]) or "no techniques")
-                 + (f"; missing: {', '.join(f.message.split(':')[1].split(' not used')[0].strip() for f in missing)}"
-                    if missing else ""))
+                 + (f"; missing: {', '.join(_missing_label(f) for f in missing)}" if missing else ""))
     lines.append(f"- operator coverage {d.operator_coverage.score:.2f}: "
                  + (f"custom code computes {', '.join(r.covered_ops)}" if r.covered_ops else "no op in custom code")
                  + (f"; still in PyTorch: {', '.join(r.uncovered_ops)}" if r.uncovered_ops

@@ -139,3 +139,18 @@ def test_cards_tell_plan_caches_from_output_caches_and_name_3xtf32():
     assert "never hold the output" in " ".join(lt.split())
     assert "3xTF32" in (cards / "tensor-cores.md").read_text()
     assert "3xTF32" in (cards / "mixed-precision.md").read_text()
+
+
+def test_missing_techniques_become_feedback_items_in_the_targets_words(ws):
+    from stitch_mcp.score import missing_technique_item
+
+    naive = rubric_score(candidate=str(ws / "cpu_naive.py"), reference=str(ws / "reference.py"))
+    items = [missing_technique_item(f) for f in naive.dimensions.cuda_engineering.findings
+             if f.code == "missing_technique"]
+    assert {i.split("]")[0] + "]" for i in items} == {"[cpu_simd]", "[cpu_threads]", "[loop_fusion]"}
+    assert all(i.endswith(".") and not GPU_WORDS.search(i) for i in items), items
+    assert "missing: SIMD vectorisation (omp simd" in naive.summary and "multithreading (at::parallel_for" in naive.summary
+    tri = rubric_score(candidate=str(CASES / "triton_add.py"), reference=str(CASES / "matmul_reference.py"))
+    items = [missing_technique_item(f) for f in tri.dimensions.cuda_engineering.findings
+             if f.code == "missing_technique"]
+    assert "[tensor_cores] Do the inner product with the language's matrix op (tl.dot" in " ".join(items)

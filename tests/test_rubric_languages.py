@@ -159,6 +159,15 @@ def test_kernels_in_other_languages_are_custom_code(name, ref, kernel, language)
     assert not a.torch_ops  # device code in the kernel language is never read as PyTorch
 
 
+def test_triton_dot_defaults_to_tf32_on_fp32_tasks():
+    src = (CASES / "triton_matmul.py").read_text()
+    assert "tf32_tensor_cores" not in codes(analyze_candidate(src, MM_REF))  # input_precision="ieee"
+    plain = src.replace(', input_precision="ieee"', "")
+    f = next(f for f in analyze_candidate(plain, MM_REF).findings if f.code == "tf32_tensor_cores")
+    assert f.confidence == "possible" and "tf32x3" in f.message
+    assert "tf32_tensor_cores" not in codes(analyze_candidate(src.replace('"ieee"', '"tf32x3"'), MM_REF))
+
+
 def test_dsl_gemms_show_tensor_cores_and_pipelining():
     for name in ("triton_matmul.py", "tilelang_matmul.py"):
         keys = analyze_candidate((CASES / name).read_text(), MM_REF).technique_keys()
