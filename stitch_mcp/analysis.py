@@ -468,6 +468,35 @@ def _kernel_name_after(code: list[Tok], k: int) -> str | None:
     return None
 
 
+# Kernel-language packages a candidate may import: top-level module -> (language, what to install)
+KERNEL_PACKAGES = {
+    "triton": ("Triton", "triton (bundled with the Linux CUDA wheels of torch)"),
+    "tilelang": ("TileLang", "tilelang"),
+    "cutlass": ("CuTe DSL", "nvidia-cutlass-dsl"),
+    "cupy": ("CuPy", "cupy-cuda12x or cupy-cuda13x (matching the CUDA driver)"),
+    "cupyx": ("CuPy", "cupy-cuda12x or cupy-cuda13x (matching the CUDA driver)"),
+    "cuda": ("cuda-python (NVRTC / driver API)", "cuda-python"),
+    "numba": ("Numba CUDA", "numba-cuda"),
+    "pycuda": ("PyCUDA", "pycuda"),
+    "thunderkittens": ("ThunderKittens", "ThunderKittens (headers from its repository; set THUNDERKITTENS_ROOT)"),
+}
+
+
+def missing_package_message(error: str) -> str | None:
+    """A clear reason for an import error that comes from a kernel-language package missing where the
+    verifier runs candidates (not a bug in the candidate), or None for any other import error."""
+    m = re.search(r"No module named '([\w.]+)'", error)
+    if not m:
+        return None
+    top = m.group(1).split(".")[0]
+    if top not in KERNEL_PACKAGES:
+        return None
+    language, install = KERNEL_PACKAGES[top]
+    return (f"the candidate is written in {language}, but `{m.group(1)}` is not installed in the Python that runs "
+            f"candidates (install {install} into that environment). This is the verifier's setup, not a bug in the "
+            f"candidate; its static rubric is still available from rubric_score.")
+
+
 def kernel_names(source: str) -> list[str]:
     """Names of the kernels a candidate defines: `__global__` functions in its C++/CUDA strings (or in
     a .cu text), Triton / CuTe DSL / TileLang / Numba kernels. One parser for the rubric and

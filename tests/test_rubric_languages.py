@@ -251,3 +251,24 @@ def test_cxx_static_cache_of_plans_is_clean_of_tensors_is_not():
     outs = plans.replace("static std::map<std::tuple<int, int, int>, cublasLtMatmulAlgo_t> plan_cache;",
                          "static std::unordered_map<long, torch::Tensor> results;")
     assert "output_cache" in codes(analyze_candidate(wrap(outs), MM_REF))
+
+
+@pytest.mark.parametrize("error, language", [
+    ("ModuleNotFoundError: No module named 'tilelang'", "TileLang"),
+    ("ModuleNotFoundError: No module named 'cutlass.cute'", "CuTe DSL"),
+    ("ModuleNotFoundError: No module named 'cupy'", "CuPy"),
+    ("ModuleNotFoundError: No module named 'cuda.bindings'", "cuda-python"),
+    ("ModuleNotFoundError: No module named 'triton'", "Triton"),
+])
+def test_missing_kernel_language_package_has_a_clear_message(error, language):
+    from stitch_mcp.analysis import missing_package_message
+
+    text = missing_package_message(error)
+    assert text and language in text and "not a bug in the candidate" in text
+
+
+def test_other_import_errors_are_left_alone():
+    from stitch_mcp.analysis import missing_package_message
+
+    assert missing_package_message("ModuleNotFoundError: No module named 'reference'") is None
+    assert missing_package_message("ImportError: cannot import name 'foo' from 'torch'") is None
