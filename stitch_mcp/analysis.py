@@ -1,15 +1,18 @@
 """Static analysis of KernelBench candidates and references, for rubric_score.
 
 Python is read with `ast`: what `ModelNew.forward` (and everything it calls in the file) calls,
-split into custom code (the compiled extension, Triton or CuPy kernels), PyTorch compute ops and
-glue (view, contiguous, empty, ...); try/except and conditional fallbacks; imports of the
+split into custom code (the compiled extension; Triton, CuTe DSL, TileLang, Numba and CuPy kernels;
+NVRTC / cuda-python launches; jiterator functions; kernels built per shape and kept in a cache),
+PyTorch compute ops and glue (view, contiguous, empty, ...); try/except and conditional fallbacks; imports of the
 reference; global or attribute caches; threads, processes and sleeps; assignments to attributes
 of torch, time or the harness; private CUDA streams.
 
 The C++/CUDA sources (string literals handed to load_inline, CuPy, ...) are read with a small
 tokenizer that drops comments and string literals, so the word "stream" or "torch::matmul" in a
 comment is never mistaken for code. ATen compute calls (torch::matmul, at::conv2d, x.matmul(y))
-are a PyTorch fallback; cuBLAS, cuBLASLt, cuDNN, CUTLASS, CUB and Thrust calls are legitimate.
+are a PyTorch fallback; cuBLAS, cuBLASLt, cuDNN, CUTLASS, CUB, Thrust and ThunderKittens calls are
+legitimate. `#define` bodies are read too (kernels often wrap `asm("cp.async ...")` in macros). C++
+with no CUDA in it is C++ for the CPU: its techniques are SIMD, threads, cache blocking, fusion.
 Each CUDA engineering technique found is reported with the line of the candidate .py it is on.
 
 Nothing here imports torch or runs the candidate.

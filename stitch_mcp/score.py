@@ -8,12 +8,17 @@ Dimensions, each scored 0-1 with findings (code, severity, confidence, evidence 
   kernel profile (a "decoy kernel" when most GPU time is in PyTorch/ATen kernels the reference
   also launches). A program that does not parse cannot be cleared: score 0, verdict suspect.
 - cuda_engineering (weight 0.25): techniques found, each with its evidence line. 0.3 for having
-  custom code at all, + 0.5 x the share of the techniques this workload needs (elementwise:
-  vectorized access, grid-stride loop; reductions: warp primitives, shared memory, vectorized
-  access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/cuBLASLt/cuDNN/
-  CUTLASS call counts for all three) + 0.2 for up to three further techniques; blended 3:1 with
-  the measured efficiency (fraction of the memory floor or roofline) when a check or profile has
-  it. What the profile suggested but the code does not yet do is listed.
+  custom code at all, + 0.5 x the share of the techniques this workload needs on the candidate's
+  target, + 0.2 for up to three further techniques; blended 3:1 with the measured efficiency
+  (fraction of the floor or roofline) when a check or profile has it. Targets: CUDA C++
+  (elementwise: vectorized access, grid-stride loop; reductions: warp primitives, shared memory,
+  vectorized access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/
+  cuBLASLt/cuDNN/CUTLASS call counts for all three), C++ for the CPU (SIMD vectorisation,
+  multithreading, cache blocking for GEMM/conv, loop fusion) and GPU kernel languages (Triton,
+  CuTe DSL, TileLang: their compilers vectorise and stage shared memory, so tensor cores and
+  pipelining for GEMM, block reductions for reductions). Fusion is expected when the reference
+  has several ops. What the profile suggested but the code does not yet do is listed, worded
+  within the task's rules (no plain TF32/BF16 on fp32 tasks: 3xTF32 instead).
 - operator_coverage (weight 0.25): the share of the reference's GPU time (profile_reference when
   stored, else a static estimate: GEMM/conv 10, reductions 3, elementwise 1) in ops that the
   candidate computes with its own code rather than PyTorch; capped by the custom-kernel share of
