@@ -247,8 +247,9 @@ def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None)
     ff = timing.get("floor_fraction")
     if ff is not None and ff > 1.1 and not any("floor" in f.code for f in findings):
         findings.append(Finding(code="below_physical_floor", confidence="probable", severity="warning",
-                                message=f"the measured time is {ff:.2f}x faster than the memory floor allows: "
-                                        "work is hidden from the timer or skipped",
+                                message=f"the measured time is {ff:.2f}x faster than the hardware floor allows "
+                                        "(the larger of bytes / bandwidth and FLOPs / peak): work is hidden from the "
+                                        "timer or skipped",
                                 evidence=_ev(None, "timing.floor_fraction", "check")))
     if split is not None and split.total > 0:
         py_share = split.share(split.pytorch)

@@ -84,7 +84,7 @@ def check_digest(check: dict | None) -> str:
         lines.append(f"- integrity [{f.get('confidence')}] {f.get('code')}: {f.get('message')}")
     ff = (check.get("timing") or {}).get("floor_fraction")
     if ff is not None:
-        lines.append(f"fraction of the memory floor reached: {ff:.0%}")
+        lines.append(f"fraction of the floor reached (time the hardware needs at best / measured time): {ff:.0%}")
     return "\n".join(dict.fromkeys(lines))
 
 
@@ -185,8 +185,8 @@ PLANNER_WORDS = {
         bottleneck="Memory- or compute-bound, with the arithmetic (bytes moved, FLOPs, floor in ms on this GPU) and "
                    "the target."),
     "cpu": dict(
-        language="custom C++ for the CPU (this machine has no GPU: candidates are C++ extensions timed on the "
-                 "host)", where="CPU time", unit="CPU ms",
+        language="custom C++ for the CPU (no GPU here: candidates are C++ extensions timed on the host)",
+        where="CPU time", unit="CPU ms",
         engineering="real techniques for the CPU: SIMD vectorisation of the inner loop (unit-stride loops the "
                     "compiler vectorises, #pragma omp simd, at::vec or intrinsics), multithreading of the outer "
                     "loop (at::parallel_for), cache blocking for GEMM/conv, and loop fusion so each element is "
