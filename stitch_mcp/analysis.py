@@ -512,6 +512,131 @@ def kernel_names(source: str) -> list[str]:
     return list(analyze_candidate(source).kernels)
 
 
+def _stride_vars(code: list[Tok]) -> set[str]:
+    """Variables initialised from gridDim (e.g. `long stride = gridDim.x * blockDim.x;`)."""
+    strides: set[str] = set()
+    for k in range(1, len(code) - 1):
+        if code[k].value == "=" and code[k - 1].kind == "id":
+            j = k + 1
+            while j < len(code) and code[j].value not in (";", "{", "}"):
+                if code[j].value == "gridDim":
+                    strides.add(code[k - 1].value)
+                    break
+                j += 1
+    return strides
+
+
+def _pragma_techniques(text: str) -> list[str]:
+    keys = []
+    if re.match(r"\s*#\s*pragma\s+unroll", text):
+        keys.append("loop_unrolling")
+    if re.match(r"\s*#\s*pragma\s+omp\s+(parallel|for|taskloop)", text):
+        keys.append("cpu_threads")
+    if re.match(r"\s*#\s*pragma\s+(omp\s+(parallel\s+for\s+)?simd|GCC\s+ivdep|clang\s+loop\s+vectorize|GCC\s+unroll)",
+                text) or re.search(r"\bsimd\b", text) and "omp" in text:
+        keys.append("cpu_simd")
+    return keys
+
+
+def _launch_args(code: list[Tok], k: int) -> list[str]:
+    """The launch configuration between `<<<` (at code[k]) and `>>>`, one string per argument."""
+    args, depth, j = [], 0, k + 1
+    cur: list[str] = []
+    while j < len(code) and not (code[j].value == ">>>" and depth == 0):
+        v = code[j].value
+        if v in "([{":
+            depth += 1
+        elif v in ")]}":
+            depth -= 1
+        if v == "," and depth == 0:
+            args.append(" ".join(cur))
+            cur = []
+        else:
+            cur.append(v)
+        j += 1
+    args.append(" ".join(cur))
+    return args
+
+
+def _id_technique(v: str, prev: str) -> str | None:
+    """The technique one identifier shows by itself (shuffles, vector types, async copies, ...)."""
+    table = [(_WARP, "warp_primitives"), (_VECTOR, "vectorized_access"), (_PACKED_HALF, "packed_half"),
+             (_ASYNC, "async_copy"), (_CACHE_HINTS, "cache_hints"), (_FAST_MATH, "fast_math"),
+             ({"__launch_bounds__"}, "launch_bounds"), ({"__restrict__", "__restrict"}, "restrict"),
+             ({"cudaStreamBeginCapture"}, "cuda_graphs"), ({"cudaFuncSetAttribute"}, "dynamic_smem")]
+    for words, key in table:
+        if v in words:
+            return key
+    if v.startswith("cudaGraph"):
+        return "cuda_graphs"
+    if v.startswith("cudaOccupancy"):
+        return "occupancy_api"
+    if _TENSOR_ID.match(v):
+        return "tensor_cores"
+    if v in ("parallel_for", "parallel_reduce", "thread", "async") and prev == "::" or v == "omp_get_thread_num":
+        return "cpu_threads"
+    if v in ("Vectorized", "vec") and prev == "::" or re.match(r"^_mm(256|512)?_\w+|^__m(128|256|512)|^v\w+q_f32$", v):
+        return "cpu_simd"
+    if _ASYNC_ID.match(v):
+        return "async_copy"
+    return None
+
+
+def _asm_techniques(toks: list[Tok]) -> list[tuple[str, int, bool]]:
+    """(technique, line, TF32 mma) for each inline-PTX body: asm("...") strings right after asm [volatile] (."""
+    out = []
+    for k, t in enumerate(toks):
+        if t.kind == "id" and t.value in ("asm", "__asm__"):
+            j = k + 1
+            while j < len(toks) and toks[j].value != "(" and j < k + 4:  # asm volatile (
+                j += 1
+            end = _skip_balanced(toks, j, "(", ")") if j < len(toks) and toks[j].value == "(" else j
+            body = " ".join(x.value for x in toks[j:end] if x.kind == "str")
+            if re.search(r"\b(w?gmma|mma\.sync|mma\.sp|ldmatrix|wgmma|tcgen05\.mma)", body):
+                out.append(("tensor_cores", t.line, bool(re.search(r"\bmma\S*\.tf32|wgmma\S*\.tf32", body))))
+            if re.search(r"\bcp\.(reduce\.)?async", body):
+                out.append(("async_copy", t.line, False))
+            if re.search(r"ld\.global(\.nc)?\.v[24]|st\.global\.v[24]", body):
+                out.append(("vectorized_access", t.line, False))
+    return out
+
+
+def _qualified(code: list[Tok], k: int) -> tuple[list[str], str]:
+    """The parts of the qualified name starting at code[k] and the token after it."""
+    parts, j = [code[k].value], k
+    while j + 2 < len(code) and code[j + 1].value == "::" and code[j + 2].kind == "id":
+        parts.append(code[j + 2].value)
+        j += 2
+    return parts, code[j + 1].value if j + 1 < len(code) else ""
+
+
+def _namespace_facts(parts: list[str]) -> tuple[str | None, str | None]:
+    """(library, technique) a qualified name shows: cutlass::..., nvcuda::wmma::..., cuda::memcpy_async."""
+    library = _LIB_NAMESPACES.get(parts[0]) if len(parts) > 1 else None
+    if parts[0] == "kittens":
+        library = "ThunderKittens"
+    key = None
+    if parts[0] == "nvcuda" or "wmma" in parts:
+        key = "tensor_cores"
+    elif parts[0] in ("cooperative_groups", "cg") and ("tiled_partition" in parts or "reduce" in parts):
+        key = "warp_primitives"
+    elif parts[-1] in ("memcpy_async", "pipeline") and parts[0] == "cuda":
+        key = "async_copy"
+    return library, key
+
+
+def _static_tensor_container(code: list[Tok], k: int) -> bool:
+    """Whether the `static` at code[k] declares a container of tensors (not a function returning one)."""
+    decl, end = [], ""
+    for x in code[k + 1:k + 40]:
+        if x.value in (";", "=", "{", "("):
+            end = x.value
+            break
+        decl.append(x.value)
+    return end != "(" and bool({"map", "unordered_map", "vector", "deque", "list", "array"} & set(decl)) \
+        and "Tensor" in decl
+
+
 def analyze_cxx(src: CudaSource) -> CxxFacts:
     """Facts about one C++/CUDA source; lines are converted to the candidate .py's lines."""
     toks = _with_macro_bodies(tokenize_cxx(src.text))
@@ -530,71 +655,31 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
 
     code = [t for t in toks if t.kind != "str"]
     shared = syncthreads = loop = False
-    # variables initialised from gridDim (e.g. `long stride = gridDim.x * blockDim.x;`)
-    strides: set[str] = set()
-    for k in range(1, len(code) - 1):
-        if code[k].value == "=" and code[k - 1].kind == "id":
-            j = k + 1
-            while j < len(code) and code[j].value not in (";", "{", "}"):
-                if code[j].value == "gridDim":
-                    strides.add(code[k - 1].value)
-                    break
-                j += 1
+    strides = _stride_vars(code)
     for k, t in enumerate(code):
         if t.kind == "pp":
-            if re.match(r"\s*#\s*pragma\s+unroll", t.value):
-                tech("loop_unrolling", t.line)
-            if re.match(r"\s*#\s*pragma\s+omp\s+(parallel|for|taskloop)", t.value):
-                tech("cpu_threads", t.line)
-            if re.match(r"\s*#\s*pragma\s+(omp\s+(parallel\s+for\s+)?simd|GCC\s+ivdep|clang\s+loop\s+vectorize|"
-                        r"GCC\s+unroll)", t.value) or re.search(r"\bsimd\b", t.value) and "omp" in t.value:
-                tech("cpu_simd", t.line)
+            for key in _pragma_techniques(t.value):
+                tech(key, t.line)
             continue
         if t.kind != "id":
             if t.value == "<<<":
-                args, depth, j = [], 0, k + 1
-                cur: list[str] = []
-                while j < len(code) and not (code[j].value == ">>>" and depth == 0):
-                    v = code[j].value
-                    if v in "([{":
-                        depth += 1
-                    elif v in ")]}":
-                        depth -= 1
-                    if v == "," and depth == 0:
-                        args.append(" ".join(cur))
-                        cur = []
-                    else:
-                        cur.append(v)
-                    j += 1
-                args.append(" ".join(cur))
-                facts.launches.append((t.line + off, args))
+                facts.launches.append((t.line + off, _launch_args(code, k)))
             continue
         v = t.value
         prev = code[k - 1].value if k else ""
         nxt = code[k + 1].value if k + 1 < len(code) else ""
-        # qualified name starting here (only at the start of a chain)
-        if prev != "::":
-            parts, j = [v], k
-            while j + 2 < len(code) and code[j + 1].value == "::" and code[j + 2].kind == "id":
-                parts.append(code[j + 2].value)
-                j += 2
-            after = code[j + 1].value if j + 1 < len(code) else ""
+        if prev != "::":  # a qualified name starts here: at::matmul, cublasLt..., nvcuda::wmma::...
+            parts, after = _qualified(code, k)
             if len(parts) > 1 and parts[0] in ("torch", "at", "aten") and after in ("(", "<"):
                 last = parts[-1]
                 if last in COMPUTE and last not in _ATEN_GLUE and "cuda" not in parts[1:-1]:
                     qual = "::".join(parts)
                     facts.aten.append(OpUse(canonical_op(last), qual, t.line + off, _line_text(src.text, t.line)))
-            if parts[0] in _LIB_NAMESPACES and len(parts) > 1:
-                lib(_LIB_NAMESPACES[parts[0]], t.line)
-            if parts[0] == "nvcuda" or "wmma" in parts:
-                tech("tensor_cores", t.line)
-            if parts[0] == "cooperative_groups" or parts[0] == "cg":
-                if "tiled_partition" in parts or "reduce" in parts:
-                    tech("warp_primitives", t.line)
-            if parts[-1] in ("memcpy_async", "pipeline") and parts[0] == "cuda":
-                tech("async_copy", t.line)
-            if parts[0] == "kittens":
-                lib("ThunderKittens", t.line)
+            library, key = _namespace_facts(parts)
+            if library:
+                lib(library, t.line)
+            if key:
+                tech(key, t.line)
         # method call on a tensor in C++: x.matmul(y), out.add_(b)
         if prev in (".", "->") and nxt == "(" and v in COMPUTE and v not in _ATEN_GLUE:
             recv = code[k - 2] if k >= 2 else None
@@ -620,66 +705,18 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
             syncthreads = True
         elif v in ("for", "while"):
             loop = True
-            if v == "for" and nxt == "(":
-                depth, j, header = 0, k + 1, []
-                while j < len(code):
-                    header.append(code[j].value)
-                    if code[j].value == "(":
-                        depth += 1
-                    elif code[j].value == ")":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    j += 1
-                if "+=" in header and ("gridDim" in header or set(header) & strides):
-                    tech("grid_stride_loop", t.line)
-        elif v in _WARP:
-            tech("warp_primitives", t.line)
-        elif v in _VECTOR:
-            tech("vectorized_access", t.line)
-        elif v in _PACKED_HALF:
-            tech("packed_half", t.line)
-        elif v in _ASYNC:
-            tech("async_copy", t.line)
-        elif v in _CACHE_HINTS:
-            tech("cache_hints", t.line)
-        elif v in _FAST_MATH:
-            tech("fast_math", t.line)
-        elif v == "__launch_bounds__":
-            tech("launch_bounds", t.line)
-        elif v in ("__restrict__", "__restrict"):
-            tech("restrict", t.line)
-        elif v.startswith("cudaGraph") or v == "cudaStreamBeginCapture":
-            tech("cuda_graphs", t.line)
-        elif v == "cudaFuncSetAttribute":
-            tech("dynamic_smem", t.line)
-        elif v.startswith("cudaOccupancy"):
-            tech("occupancy_api", t.line)
-        elif _TENSOR_ID.match(v):
-            tech("tensor_cores", t.line)
-        elif v in ("parallel_for", "parallel_reduce", "thread", "async") and prev == "::" or v == "omp_get_thread_num":
-            tech("cpu_threads", t.line)
-        elif v in ("Vectorized", "vec") and prev == "::" or re.match(r"^_mm(256|512)?_\w+|^__m(128|256|512)|^v\w+q_f32$",
-                                                                        v):
-            tech("cpu_simd", t.line)
-        elif _ASYNC_ID.match(v):
-            tech("async_copy", t.line)
+            header = [x.value for x in code[k + 1:_skip_balanced(code, k + 1, "(", ")")]] if nxt == "(" else []
+            if v == "for" and "+=" in header and ("gridDim" in header or set(header) & strides):
+                tech("grid_stride_loop", t.line)
+        elif _id_technique(v, prev):
+            tech(_id_technique(v, prev), t.line)
         if _TF32_MMA.match(v) or (v == "precision" and nxt == "::"):
             if v != "precision" or (k + 2 < len(code) and code[k + 2].value == "tf32"):
                 facts.tf32_mma.append(t.line + off)
         if _SPLIT_TF32.search(v):
             facts.split_tf32 = True
-        if v == "static":
-            decl, end = [], ""
-            for x in code[k + 1:k + 40]:
-                if x.value in (";", "=", "{", "("):
-                    end = x.value
-                    break
-                decl.append(x.value)
-            # a variable (not a static function returning std::vector<torch::Tensor>)
-            if end != "(" and {"map", "unordered_map", "vector", "deque", "list", "array"} & set(decl) \
-                    and "Tensor" in decl:
-                facts.tensor_caches.append(t.line + off)
+        if v == "static" and _static_tensor_container(code, k):
+            facts.tensor_caches.append(t.line + off)
         if v in _STREAM_CREATE and nxt == "(":
             facts.stream_creates.append(t.line + off)
         if v in _STREAM_JOIN and nxt == "(":
@@ -694,22 +731,10 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
     if shared and syncthreads and loop:
         first = next(t for t in facts.techniques if t.key == "shared_memory")
         facts.techniques.append(Technique("smem_tiling", TECHNIQUE_LABELS["smem_tiling"], first.line, first.text))
-    # inline PTX: asm("...") bodies are string tokens right after asm [volatile] (
-    for k, t in enumerate(toks):
-        if t.kind == "id" and t.value in ("asm", "__asm__"):
-            j = k + 1
-            while j < len(toks) and toks[j].value != "(" and j < k + 4:  # asm volatile (
-                j += 1
-            end = _skip_balanced(toks, j, "(", ")") if j < len(toks) and toks[j].value == "(" else j
-            body = " ".join(x.value for x in toks[j:end] if x.kind == "str")
-            if re.search(r"\b(w?gmma|mma\.sync|mma\.sp|ldmatrix|wgmma|tcgen05\.mma)", body):
-                tech("tensor_cores", t.line)
-                if re.search(r"\bmma\S*\.tf32|wgmma\S*\.tf32", body):
-                    facts.tf32_mma.append(t.line + off)
-            if re.search(r"\bcp\.(reduce\.)?async", body):
-                tech("async_copy", t.line)
-            if re.search(r"ld\.global(\.nc)?\.v[24]|st\.global\.v[24]", body):
-                tech("vectorized_access", t.line)
+    for key, line, tf32 in _asm_techniques(toks):
+        tech(key, line)
+        if tf32:
+            facts.tf32_mma.append(line + off)
     if facts.launches and any(t for t in facts.current_stream):
         line = facts.current_stream[0]
         facts.techniques.append(Technique("current_stream", TECHNIQUE_LABELS["current_stream"], line,
