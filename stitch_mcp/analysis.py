@@ -958,10 +958,20 @@ class _PyAnalyzer:
                                                   or callee == cls):
                             self.nn_attrs[target.attr] = NN_MODULES[cls]
         # names also bound to a PyTorch callable are never trusted as kernels (`k = torch.relu; k(x)`)
-        torch_bound = {t.id for n in ast.walk(mod.tree) if isinstance(n, ast.Assign)
-                       and mod.resolve(_dotted(n.value if not isinstance(n.value, ast.Call) else n.value.func))
-                       .startswith("torch.") and not (isinstance(n.value, ast.Call) and _is_ext_loader(
-                           mod.resolve(_dotted(n.value.func)))) for t in n.targets if isinstance(t, ast.Name)}
+        # (and no attribute or container of self that ever holds one: `self._k["x"] = torch.relu`)
+        torch_bound: set[str] = set()
+        for n in ast.walk(mod.tree):
+            if not isinstance(n, ast.Assign):
+                continue
+            value = mod.resolve(_dotted(n.value.func if isinstance(n.value, ast.Call) else n.value))
+            if not value.startswith("torch.") or isinstance(n.value, ast.Call) and _is_ext_loader(value):
+                continue
+            for t in n.targets:
+                t = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(t, ast.Name):
+                    torch_bound.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    torch_bound.add(t.attr)
         # local aliases of torch callables: `relu = torch.relu` ... `relu(x)` is torch.relu(x)
         self.torch_aliases = {t.id: mod.resolve(_dotted(n.value)) for n in ast.walk(mod.tree)
                               if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute)
@@ -979,9 +989,10 @@ class _PyAnalyzer:
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id not in torch_bound:
                         self.ext_names.add(target.id)
-                    elif isinstance(target, ast.Attribute):
+                    elif isinstance(target, ast.Attribute) and target.attr not in torch_bound:
                         self.ext_attrs.add(target.attr)
-                    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute):
+                    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+                            and target.value.attr not in torch_bound:
                         self.ext_attrs.add(target.value.attr)  # self._kernels[key] = build(...)
         scopes = [(n, fn) for n, fn in self.mod.functions.items()] + [
             (f"self.{n}", fn) for c in self.mod.classes.values() for n, fn in _methods(c).items()]
@@ -1191,6 +1202,13 @@ class _PyAnalyzer:
         pipeline the loads, ...)."""
         a, mod = self.a, self.mod
         a.kernels.extend(sorted(k for k in self.kernel_defs if k not in a.kernels))
+        for node in ast.walk(mod.tree):  # device code cannot call PyTorch: a torch op there runs on the host
+            if id(node) in self.kernel_nodes:
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call):
+                        kind, op, written = self.classify(call, set())
+                        if kind == "compute" and self.mod.resolve(_dotted(call.func)).startswith("torch."):
+                            a.torch_ops.append(OpUse(op, written, call.lineno, mod.text(call.lineno)))
         for node in ast.walk(mod.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) in self.kernel_nodes:
                 lang = self.kernel_defs[node.name]

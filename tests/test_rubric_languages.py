@@ -272,3 +272,20 @@ def test_other_import_errors_are_left_alone():
 
     assert missing_package_message("ModuleNotFoundError: No module named 'reference'") is None
     assert missing_package_message("ImportError: cannot import name 'foo' from 'torch'") is None
+
+
+def test_torch_inside_a_kernel_language_function_is_still_pytorch():
+    src = (CASES / "cute_dsl_add.py").read_text().replace(
+        "    m, n = mA.shape\n    add_kernel(mA, mB, mC)", "    torch.add(mA, mB, out=mC)\n    m, n = mA.shape\n    add_kernel(mA, mB, mC)")
+    a = analyze_candidate(src, ADD_REF)
+    assert "add" in {o.op for o in a.torch_ops}
+    assert any(f.code == "partial_fallback" and f.confidence == "probable" for f in a.findings), a.findings
+
+
+def test_a_kernel_cache_that_also_holds_a_torch_function_is_not_trusted():
+    src = (CASES / "tilelang_matmul.py").read_text().replace(
+        "        return self._kernels[key]", "        self._kernels['fallback'] = torch.matmul\n        return self._kernels[key]")
+    src = src.replace("        return kernel(a.contiguous(), b.contiguous())",
+                      "        return self._kernels['fallback'](a, b)")
+    a = analyze_candidate(src, MM_REF)
+    assert not a.custom_calls or {"pytorch_fallback", "no_custom_kernel"} & codes(a), (a.custom_calls, a.findings)
