@@ -421,7 +421,7 @@ def _open_suggestions(kprof: dict | None, have: set[str], fp32_task: bool) -> li
             text = s.get("text") or ""
             asked = _keys_of(text)
             if asked and not (asked & (have | {"no_fallback", "launch_config", "current_stream"})):
-                if fp32_task and _TF32_SUGGESTION.search(text):
+                if fp32_task and _TF32_SUGGESTION.search(text) and "3xTF32" not in text:
                     text = f"{text.rstrip('.')}; {FP32_TENSOR_CORES}"
                 out.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
                                    message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),

@@ -154,3 +154,17 @@ def test_missing_techniques_become_feedback_items_in_the_targets_words(ws):
     items = [missing_technique_item(f) for f in tri.dimensions.cuda_engineering.findings
              if f.code == "missing_technique"]
     assert "[tensor_cores] Do the inner product with the language's matrix op (tl.dot" in " ".join(items)
+
+
+def test_a_suggestion_that_already_names_3xtf32_is_left_as_it_is(ws):
+    ws_ = get_workspace()
+    task = ws_.add_task((CASES / "matmul_reference.py").read_text(), name="mm")
+    cand = ws_.add_candidate(task.task_id, (CASES / "triton_add.py").read_text())
+    text = ("FP32 math on CUDA cores while the tensor cores idle: for fp32 work keep fp32 accuracy on the tensor "
+            "cores with 3xTF32 - plain TF32 or BF16 is a precision downgrade")
+    ws_.add_report("profile_kernel", KernelProfile(candidate_id=cand.candidate_id, kernels=[KernelDigest(
+        name="add_kernel", duration_us=900.0, suggestions=[Suggestion(rank=1, text=text)])]),
+        task_id=task.task_id, candidate_id=cand.candidate_id)
+    r = rubric_score(candidate_id=cand.candidate_id)
+    open_ = [f.message for f in r.dimensions.cuda_engineering.findings if f.code == "profile_suggestion_open"]
+    assert open_ == [f"profile_kernel suggested: {text}"]
