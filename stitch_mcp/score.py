@@ -8,12 +8,17 @@ Dimensions, each scored 0-1 with findings (code, severity, confidence, evidence 
   kernel profile (a "decoy kernel" when most GPU time is in PyTorch/ATen kernels the reference
   also launches). A program that does not parse cannot be cleared: score 0, verdict suspect.
 - cuda_engineering (weight 0.25): techniques found, each with its evidence line. 0.3 for having
-  custom code at all, + 0.5 x the share of the techniques this workload needs (elementwise:
-  vectorized access, grid-stride loop; reductions: warp primitives, shared memory, vectorized
-  access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/cuBLASLt/cuDNN/
-  CUTLASS call counts for all three) + 0.2 for up to three further techniques; blended 3:1 with
-  the measured efficiency (fraction of the memory floor or roofline) when a check or profile has
-  it. What the profile suggested but the code does not yet do is listed.
+  custom code at all, + 0.5 x the share of the techniques this workload needs on the candidate's
+  target, + 0.2 for up to three further techniques; blended 3:1 with the measured efficiency
+  (fraction of the floor or roofline) when a check or profile has it. Targets: CUDA C++
+  (elementwise: vectorized access, grid-stride loop; reductions: warp primitives, shared memory,
+  vectorized access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/
+  cuBLASLt/cuDNN/CUTLASS call counts for all three), C++ for the CPU (SIMD vectorisation,
+  multithreading, cache blocking for GEMM/conv, loop fusion) and GPU kernel languages (Triton,
+  CuTe DSL, TileLang: their compilers vectorise and stage shared memory, so tensor cores and
+  pipelining for GEMM, block reductions for reductions). Fusion is expected when the reference
+  has several ops. What the profile suggested but the code does not yet do is listed, worded
+  within the task's rules (no plain TF32/BF16 on fp32 tasks: 3xTF32 instead).
 - operator_coverage (weight 0.25): the share of the reference's GPU time (profile_reference when
   stored, else a static estimate: GEMM/conv 10, reductions 3, elementwise 1) in ops that the
   candidate computes with its own code rather than PyTorch; capped by the custom-kernel share of
@@ -55,6 +60,20 @@ EXPECTED = {
     "reduction": ["warp_primitives", "shared_memory", "vectorized_access"],
     "gemm": ["tensor_cores", "smem_tiling", "async_copy"],
 }
+# What a workload needs, by target: CUDA C++ (above), C++ for the CPU, and kernel languages whose
+# compilers already vectorise, stage shared memory and pick grid mappings (Triton, CuTe DSL, TileLang).
+EXPECTED_BY_TARGET = {
+    "cuda": EXPECTED,
+    "cpu": {"elementwise": ["cpu_simd", "cpu_threads"], "reduction": ["cpu_simd", "cpu_threads"],
+            "gemm": ["cpu_cache_blocking", "cpu_simd", "cpu_threads"]},
+    "dsl": {"elementwise": [], "reduction": ["warp_primitives"], "gemm": ["tensor_cores", "async_copy"]},
+}
+FUSION_KEY = {"cuda": "fusion", "dsl": "fusion", "cpu": "loop_fusion"}
+TARGET_WORDS = {
+    "cuda": "CUDA C++",
+    "dsl": "a GPU kernel language (Triton, CuTe DSL, TileLang, ...)",
+    "cpu": "C++ for the CPU: graded on SIMD vectorisation, multithreading, cache blocking and loop fusion",
+}
 LIBRARY_TECHNIQUES = {"cublas", "cublaslt", "cudnn", "cutlass"}
 
 ADVICE = {
@@ -74,6 +93,25 @@ ADVICE = {
     "loop_unrolling": "unroll the inner loop (#pragma unroll) to raise instruction-level parallelism",
     "launch_bounds": "declare __launch_bounds__ so the compiler budgets registers for the block size",
     "cache_hints": "use streaming loads/stores (__ldcs/__stcs) for data read or written once",
+    # C++ for the CPU
+    "cpu_simd": "vectorise the inner loop: unit-stride loops the compiler can vectorise (-O3 -march=native, "
+                "#pragma omp simd, no calls it cannot inline) or at::vec::Vectorized / AVX intrinsics",
+    "cpu_threads": "split the outer loop across the cores with at::parallel_for (PyTorch's own thread pool; "
+                   "-fopenmp links a second OpenMP runtime that competes with PyTorch's threads)",
+    "cpu_cache_blocking": "block the loops so each tile of the operands stays in L1/L2 while it is reused "
+                          "(tile i/j/k and pack the reused panel)",
+    "loop_fusion": "fuse the elementwise steps into one loop so each element is read and written once, with no "
+                   "intermediate tensors",
+}
+# Advice for the same technique where the candidate is written in a GPU kernel language
+DSL_ADVICE = {
+    "tensor_cores": "do the inner product with the language's matrix op (tl.dot, T.gemm, a CuTe MMA atom) so it "
+                    "runs on tensor cores",
+    "async_copy": "pipeline the K loop (num_stages >= 2 in triton.Config, T.Pipelined, a CuTe cp.async/TMA "
+                  "pipeline) so loads overlap the math",
+    "warp_primitives": "reduce with the language's block reduction (tl.sum / tl.max, T.reduce_*), one program "
+                       "per row",
+    "fusion": "fuse the reference's consecutive ops into one kernel so intermediates never reach global memory",
 }
 
 # Feedback text -> what it asks for. "[key] ..." tags (as the loop writes them) win over keywords.
@@ -93,6 +131,10 @@ KEYWORDS = [
     ("fusion", r"\bfus(e|ed|ion)\b"),
     ("cublaslt", r"cublaslt"), ("cublas", r"cublas"), ("cudnn", r"cudnn"), ("cutlass", r"cutlass|cute"),
     ("restrict", r"__restrict__"),
+    ("cpu_simd", r"\bsimd\b|simd vector|avx|vectori[sz]ed? (the )?inner loop|at::vec"),
+    ("cpu_threads", r"openmp|\bomp\b|parallel_for|multithread"),
+    ("cpu_cache_blocking", r"cache[- ]block|loop til(e|ing)|blocking"),
+    ("loop_fusion", r"loop fusion|fuse (the )?loops|one pass|single pass"),
     ("packed_half", r"half2|bf162|packed half"),
     ("current_stream", r"current (cuda )?stream|getcurrentcudastream"),
     ("no_fallback", r"fallback|pytorch|\btorch[.:]|\baten\b|at::"),
@@ -205,8 +247,9 @@ def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None)
     ff = timing.get("floor_fraction")
     if ff is not None and ff > 1.1 and not any("floor" in f.code for f in findings):
         findings.append(Finding(code="below_physical_floor", confidence="probable", severity="warning",
-                                message=f"the measured time is {ff:.2f}x faster than the memory floor allows: "
-                                        "work is hidden from the timer or skipped",
+                                message=f"the measured time is {ff:.2f}x faster than the hardware floor allows "
+                                        "(the larger of bytes / bandwidth and FLOPs / peak): work is hidden from the "
+                                        "timer or skipped",
                                 evidence=_ev(None, "timing.floor_fraction", "check")))
     if split is not None and split.total > 0:
         py_share = split.share(split.pytorch)
@@ -279,44 +322,66 @@ def coverage(a: an.Analysis, shares: list[tuple[str, float]], source: str,
             covered, uncovered)
 
 
+def target_of(a: an.Analysis, check: dict | None = None) -> str:
+    """What the candidate is written for: the code says (CUDA C++, a GPU kernel language, C++ with no
+    CUDA); with no custom code to tell, the machine it was checked on."""
+    if a.target:
+        return a.target
+    device = str((check or {}).get("device") or ((check or {}).get("timing") or {}).get("device") or "")
+    return "cpu" if device.lower().startswith("cpu") else "cuda"
+
+
+def _fused(a: an.Analysis, covered: list[str], target: str) -> str | None:
+    """Why the candidate counts as fused (several reference ops in fewer kernels / loop nests), or None."""
+    if len(covered) < 2:
+        return None
+    if target == "cpu":
+        if 1 <= a.cpu_loop_nests < len(covered):
+            return f"{', '.join(covered)} in {a.cpu_loop_nests} loop nest(s)"
+        return None
+    if a.kernels and len(a.kernels) < len(covered):
+        return f"{', '.join(covered)} in {len(a.kernels)} kernel(s)"
+    return None
+
+
 def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[str], check: dict | None,
                 kprof: dict | None) -> tuple[Dimension, list[str]]:
     """The dimension and the expected techniques still missing (for feedback)."""
     findings: list[Finding] = []
+    target = target_of(a, check)
     keys = a.technique_keys()
-    if len(covered) >= 2 and len(a.kernels) < len(covered) and a.kernels:
-        keys.add("fusion")
+    fusion_key = FUSION_KEY[target]
+    fused = _fused(a, covered, target)
+    if fused:
+        keys.add(fusion_key)
         findings.append(Finding(code="technique", severity="info", confidence="probable",
-                                message=f"{an.TECHNIQUE_LABELS['fusion']}: {', '.join(covered)} in "
-                                        f"{len(a.kernels)} kernel(s)"))
+                                message=f"{an.TECHNIQUE_LABELS[fusion_key]}: {fused}"))
     for t in a.techniques:
         findings.append(Finding(code="technique", severity="info", confidence="certain",
                                 message=t.label, evidence=_ev(t.line, t.text)))
+    findings.append(Finding(code="target", severity="info", confidence="probable",
+                            message=f"target: {TARGET_WORDS[target]}"))
     if not a.has_custom_code:
         findings.append(Finding(code="no_custom_code", severity="warning", confidence="certain",
                                 message="no custom kernel or direct library call: nothing to credit"))
         return Dimension(score=0.0, weight=WEIGHTS["cuda_engineering"], findings=findings), []
     top = shares[0][0] if shares else None
     workload = an.op_class(top) if top else "elementwise"
-    expected = list(EXPECTED[workload])
+    expected = list(EXPECTED_BY_TARGET[target][workload])
     if len(shares) >= 2 and workload != "gemm":
-        expected.append("fusion")
+        expected.append(fusion_key)
     have = set(keys)
     if keys & LIBRARY_TECHNIQUES:
         have |= {"tensor_cores", "smem_tiling", "async_copy"}
-    bounds = {k.get("bound") for k in (kprof or {}).get("kernels") or [] if k.get("bound")}
-    if "memory-bound" in bounds and "vectorized_access" not in expected:
-        expected.append("vectorized_access")
-    if "compute-bound" in bounds and workload == "gemm" and "tensor_cores" not in expected:
-        expected.append("tensor_cores")
-    if "launch-bound" in bounds:
-        expected.append("fusion" if len(shares) >= 2 else "cuda_graphs")
+    if target != "cpu":  # Nsight Compute's boundedness is GPU evidence
+        _expect_from_profile(expected, kprof, workload, len(shares))
     found = [k for k in expected if k in have]
     missing = [k for k in expected if k not in have]
+    advice = DSL_ADVICE if target == "dsl" else {}
     for k in missing:
         findings.append(Finding(code="missing_technique", severity="warning", confidence="probable",
                                 message=f"{workload} workload: {an.TECHNIQUE_LABELS.get(k, k)} not used; "
-                                        f"{ADVICE.get(k, '')}"))
+                                        f"{advice.get(k) or ADVICE.get(k, '')}"))
     extras = len(keys - set(expected) - {"current_stream"})
     score = 0.3 + 0.5 * (len(found) / len(expected) if expected else 1.0) + 0.2 * min(1.0, extras / 3)
     eff = _efficiency(check, kprof)
@@ -324,16 +389,45 @@ def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[s
         score = 0.75 * score + 0.25 * eff
         findings.append(Finding(code="efficiency", severity="info", confidence="certain",
                                 message=f"measured efficiency {eff:.0%} of the hardware limit"))
+    findings.extend(_open_suggestions(kprof, have, fp32_task=not _low_precision(a)))
+    return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["cuda_engineering"], findings=findings), missing
+
+
+def _expect_from_profile(expected: list[str], kprof: dict | None, workload: str, n_ops: int) -> None:
+    bounds = {k.get("bound") for k in (kprof or {}).get("kernels") or [] if k.get("bound")}
+    if "memory-bound" in bounds and "vectorized_access" not in expected:
+        expected.append("vectorized_access")
+    if "compute-bound" in bounds and workload == "gemm" and "tensor_cores" not in expected:
+        expected.append("tensor_cores")
+    if "launch-bound" in bounds:
+        expected.append("fusion" if n_ops >= 2 else "cuda_graphs")
+
+
+def _low_precision(a: an.Analysis) -> bool:
+    return a.ref_low_precision
+
+
+_TF32_SUGGESTION = re.compile(r"TF32|BF16|FP16|half precision", re.I)
+FP32_TENSOR_CORES = ("on this fp32 task keep fp32 accuracy: 3xTF32 (split each operand into a TF32 high part and "
+                     "residual, three tensor-core products; CUTLASS OpMultiplyAddFastF32) or cuBLAS/cuBLASLt with "
+                     "CUBLAS_COMPUTE_32F; plain TF32/BF16 is a precision downgrade under the rules")
+
+
+def _open_suggestions(kprof: dict | None, have: set[str], fp32_task: bool) -> list[Finding]:
+    """profile_kernel's suggestions the code does not act on yet, worded within the task's rules."""
+    out = []
     for k in (kprof or {}).get("kernels") or []:
         for s in (k.get("suggestions") or [])[:3]:
             text = s.get("text") or ""
             asked = _keys_of(text)
             if asked and not (asked & (have | {"no_fallback", "launch_config", "current_stream"})):
-                findings.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
-                                        message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),
-                                        evidence=_ev(None, f"{k.get('name', '')}: {s.get('metric', '')} "
-                                                           f"{s.get('value', '')}", "profile_kernel")))
-    return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["cuda_engineering"], findings=findings), missing
+                if fp32_task and _TF32_SUGGESTION.search(text) and "3xTF32" not in text:
+                    text = f"{text.rstrip('.')}; {FP32_TENSOR_CORES}"
+                out.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
+                                   message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),
+                                   evidence=_ev(None, f"{k.get('name', '')}: {s.get('metric', '')} "
+                                                      f"{s.get('value', '')}", "profile_kernel")))
+    return out
 
 
 def _efficiency(check: dict | None, kprof: dict | None) -> float | None:
@@ -384,8 +478,9 @@ def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feed
     changed, removed = _changed_lines(parent.source if parent else "", cand.source)
     lines = cand.source.splitlines()
     now_keys, before_keys = a.technique_keys(), before.technique_keys()
-    if len(covered) >= 2 and a.kernels and len(a.kernels) < len(covered):
-        now_keys.add("fusion")
+    target = target_of(a)
+    if _fused(a, covered, target):
+        now_keys.add(FUSION_KEY[target])
     if a.libraries:
         now_keys |= {k for k in LIBRARY_TECHNIQUES if k in now_keys}
     now_fb = {f.code for f in a.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
@@ -547,6 +642,25 @@ def overall_of(dims: RubricDimensions, verdict: str) -> float:
     return round(max(0.0, min(1.0, total / sum(WEIGHTS.values()))), 4)
 
 
+_MISSING = re.compile(r"^\w+ workload: (?P<label>.*?) not used; (?P<advice>.*)$", re.S)
+
+
+def _missing_label(f: Finding) -> str:
+    m = _MISSING.match(f.message)
+    return m.group("label") if m else f.message
+
+
+def missing_technique_item(f: Finding) -> str | None:
+    """The feedback item for a missing_technique finding: "[key] Advice." with the advice worded for
+    the candidate's target (CUDA C++, CPU C++ or a kernel language). For the loop's feedback."""
+    m = _MISSING.match(f.message) if f.code == "missing_technique" else None
+    key = next((k for k, label in an.TECHNIQUE_LABELS.items() if m and label == m.group("label")), None)
+    if not key or not m.group("advice"):
+        return None
+    advice = m.group("advice").rstrip(".")
+    return f"[{key}] {advice[0].upper()}{advice[1:]}."
+
+
 def summarize(r: RubricReport) -> str:
     d = r.dimensions
     assert d is not None
@@ -559,13 +673,16 @@ def summarize(r: RubricReport) -> str:
         or "nothing found"))
     techs = [f for f in d.cuda_engineering.findings if f.code == "technique"]
     missing = [f for f in d.cuda_engineering.findings if f.code == "missing_technique"]
-    lines.append(f"- CUDA engineering {d.cuda_engineering.score:.2f}: "
+    target = next((f.message for f in d.cuda_engineering.findings if f.code == "target"), "")
+    eng_name = "C++ (CPU) engineering" if "for the CPU" in target else "CUDA engineering"
+    lines.append(f"- {eng_name} {d.cuda_engineering.score:.2f}: "
                  + (", ".join(f.message + (f" (line {f.evidence[0].line})" if f.evidence and f.evidence[0].line
                                            else "") for f in techs[:6]) or "no techniques")
-                 + (f"; missing: {', '.join(f.message.split(':')[1].split(' not used')[0].strip() for f in missing)}"
-                    if missing else ""))
-    lines.append(f"- operator coverage {d.operator_coverage.score:.2f}: covered {', '.join(r.covered_ops) or '-'}; "
-                 f"still PyTorch {', '.join(r.uncovered_ops) or '-'}")
+                 + (f"; missing: {', '.join(_missing_label(f) for f in missing)}" if missing else ""))
+    lines.append(f"- operator coverage {d.operator_coverage.score:.2f}: "
+                 + (f"custom code computes {', '.join(r.covered_ops)}" if r.covered_ops else "no op in custom code")
+                 + (f"; still in PyTorch: {', '.join(r.uncovered_ops)}" if r.uncovered_ops
+                    else "; nothing left in PyTorch"))
     fb = [f for f in d.skill_compliance.findings if f.code.startswith("feedback_")]
     if fb:
         counts = {s: sum(1 for f in fb if f.code == f"feedback_{s}") for s in ("done", "not_done", "contradicted",
