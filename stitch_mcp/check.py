@@ -366,6 +366,11 @@ def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
               "runtime_error": "the candidate's forward raised", "reference_error": "the reference failed",
               "timeout": "timeout", "output_flood": "output flood", "os_exit": "the worker exited",
               }.get(kind, kind.replace("_", " "))
+    from stitch_mcp.analysis import missing_package_message
+
+    if kind == "import_error" and (hint := missing_package_message(message)):
+        report.reasons = [hint + where]  # the verifier's setup, not the candidate's bug
+        return
     text = message if message.lower().startswith(prefix.lower()) else f"{prefix}: {message}"
     report.reasons = [text[:1500] + where + (f" — {why}" if why and why not in text else "")]
     if res.stage and res.status in ("timeout", "crash", "no_result", "flood"):
