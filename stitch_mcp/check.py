@@ -12,6 +12,7 @@ workspace with its routing decision.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import logging
 import os
 import secrets
@@ -137,7 +138,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                       progress: Progress | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
     from stitch_mcp.build_room import build_in_room
-    from stitch_mcp.devices import acquire_device
+    from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
     from stitch_mcp.worker import run_worker
@@ -222,12 +223,10 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                 extra = f" trial {ev['trial']}" if "trial" in ev else (f" {ev['what']}" if "what" in ev else "")
                 progress.update(1, 3, f"{ev.get('name')}{extra}")
 
-        progress.update(1, 3, "waiting for a free device")
-        with acquire_device(check_cancel=progress.check) as lease:
-            progress.update(1, 3, f"running on {lease.label}")
-            res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
-                             on_event=on_event, register_kill=progress.on_cancel, env={**env, **lease.worker_env()})
-        released_at = time.time()
+        gpu = choose_device()
+        spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
+        res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
+                         on_event=on_event, register_kill=progress.on_cancel, env={**env, **pin_env(gpu)})
         progress.check()
         report.output = _trim(res.output)
         report.stage_seconds["run"] = round(res.seconds, 3)
@@ -236,10 +235,11 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             report.stage_seconds[k] = v
         report.device = out.get("device", "")
         _fill_run(report, out, cand.source)
-        report.timing.lease, report.timing.lease_wait_s = lease.label, round(lease.waited_s, 3)
-        report.timing.window = [lease.acquired_at, released_at]
-        if lease.note:
-            report.notes.append(lease.note)
+        lease = out.get("lease") or {}
+        report.timing.lease, report.timing.lease_wait_s = lease.get("label", ""), lease.get("waited_s", 0.0)
+        report.timing.window = lease.get("window")
+        if lease.get("note"):
+            report.notes.append(lease["note"])
         if out.get("needs_gpu"):
             report.verdict, report.error_kind = "error", "needs_gpu"
             report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]

@@ -21,6 +21,7 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import statistics
 import time
@@ -103,33 +104,54 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
     room = rooms["candidate"]
     lap = _lap(res["stage_seconds"])
     stage("candidate_import")
-    _load_candidate(spec, res, p, room)
+    _load_candidate(spec, res, p, room)  # imports, lazy builds, construction, a first call: no lease
     lap("load")
-    stage("correctness")
-    facts = _trials(spec, res, p, room, stage)
-    lap("correctness")
-    stage("integrity")
-    _trial_findings(res, p, facts)
-    res["findings"] += room.process_findings()
-    lap("integrity")
-    clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
-    if spec.get("timing") and clean:
-        stage("timing", what="candidate and eager, interleaved")
-        reference = rooms["reference"]
-        reference.load(spec, p.device, _plain_values(p.init_args))
-        if p.state:
-            _share_state(p, reference)
-        timed = _time_rooms(spec, p, rooms)
+    with _device_lease(spec, res, stage):  # the GPU to ourselves: trials and timing
+        lap("lease_wait")
+        stage("correctness")
+        facts = _trials(spec, res, p, room, stage)
+        lap("correctness")
+        stage("integrity")
+        _trial_findings(res, p, facts)
         res["findings"] += room.process_findings()
-        room.close()  # from here on nothing of the candidate runs
-        alone = _time_alone(p, reference, len(timed.reference.room_ms) // 2)
-        reference.close()
-        _judge_times(res, p, timed)
-        _check_timed_outputs(res, p, timed)
-        _physical_floor(res, p, timed)
-        _baselines(spec, res, p, stage, alone)
-        lap("timing")
+        lap("integrity")
+        clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
+        if spec.get("timing") and clean:
+            _timing(spec, res, p, rooms, stage)
+            lap("timing")
     res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
+
+
+def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+    stage("timing", what="candidate and eager, interleaved")
+    room, reference = rooms["candidate"], rooms["reference"]
+    reference.load(spec, p.device, _plain_values(p.init_args))
+    if p.state:
+        _share_state(p, reference)
+    timed = _time_rooms(spec, p, rooms)
+    res["findings"] += room.process_findings()
+    room.close()  # from here on nothing of the candidate runs
+    alone = _time_alone(p, reference, len(timed.reference.room_ms) // 2)
+    reference.close()
+    _judge_times(res, p, timed)
+    _check_timed_outputs(res, p, timed)
+    _physical_floor(res, p, timed)
+    _baselines(spec, res, p, stage, alone)
+
+
+@contextlib.contextmanager
+def _device_lease(spec: dict[str, Any], res: dict[str, Any], stage):
+    """The device lock (stitch_mcp.devices), held for the trials and the timing only."""
+    from stitch_mcp.devices import Gpu, acquire_device
+
+    gpu = spec.get("lease_gpu")
+    stage("waiting for the device")
+    with acquire_device(gpus=[Gpu(**gpu)] if gpu else []) as lease:
+        res["lease"] = {"label": lease.label, "waited_s": round(lease.waited_s, 3), "note": lease.note}
+        try:
+            yield lease
+        finally:
+            res["lease"]["window"] = [lease.acquired_at, time.time()]
 
 
 def _lap(secs: dict[str, float]):
@@ -209,6 +231,10 @@ def _load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room
         slots = p.arena.layout([own[k] for k in names])
         p.state = {k: s for k, s in zip(names, slots) if s is not None}
         _share_state(p, room)
+    # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
+    # a load_inline in forward) happens now; its outputs are not looked at
+    _attach(p, room)
+    room.call(Call(args=_put_inputs(p, p.first_inputs), outputs=[]))
 
 
 def _plain_values(values: list[Any]) -> list[Any]:

@@ -92,6 +92,7 @@ class RoomClient:
         env.update({"STITCH_DOOR_FD": str(room_end.fileno()),
                     "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), *_python_path()]),
                     "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+                    "STITCH_ROOM": "1",  # devices.py: a room of ours on the GPU is not foreign work
                     "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
         slot, slot_lock = _claim_slot()
         command = _sandboxed([sys.executable, "-m", "stitch_mcp.room"], workdir, env, gpu, slot)
