@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     executor: Literal["local", "ray"] = Field("local", description="where verifications run")
     ray_address: str = Field("", description="Ray cluster address for --executor ray")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    session: str = Field("", description="the history this run belongs to (each candidate's parent, feedback and "
+                                         "routing decisions are kept per session); empty: the MCP server gives each "
+                                         "client connection its own, the CLI uses 'local'")
 
     @property
     def db_path(self) -> Path:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import logging
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -64,8 +66,27 @@ TaskId = Annotated[str | None, Field(description="task id returned by an earlier
 Candidate = Annotated[str | None, Field(
     description="candidate program defining ModelNew: a path to a .py file or its source text")]
 CandidateId = Annotated[str | None, Field(description="candidate id returned by compile_and_check")]
+ParentId = Annotated[str | None, Field(
+    description="the candidate this one was written from (default: the one this client submitted last on the "
+                "task); skill compliance grades the feedback saved on it")]
 MaxWait = Annotated[float, Field(
     ge=0, le=3600, description="seconds to wait before answering status='running' with a job_id")]
+
+
+def _session(ctx: Context | None) -> str | None:
+    """The history a call belongs to: the `session` setting when set; else the streamable HTTP
+    session (its Mcp-Session-Id); else the server's own (a stdio server serves one client)."""
+    configured = get_settings().session
+    if configured or ctx is None:
+        return configured or None
+    try:
+        headers, server = ctx.headers, ctx.mcp_server
+    except Exception:  # no request context (a direct call): the default session
+        return None
+    http_session = (headers or {}).get("mcp-session-id")
+    if http_session:
+        return "mcp-" + hashlib.sha256(http_session.encode()).hexdigest()[:12]
+    return getattr(server, "stitch_session", None)
 
 
 def _tool_result(model: BaseModel, summary: str, images: list[str] | None = None) -> CallToolResult:
@@ -185,7 +206,7 @@ def _judge_request(ctx: Context, judge: str = "none", candidate: str | None = No
     """Resolver of rubric_score's second opinion: a sampling request when judge='client' (score.judge_request)."""
     from stitch_mcp.score import judge_request
 
-    return judge_request(ctx, judge, candidate, candidate_id, reference, task_id, feedback)
+    return judge_request(ctx, judge, candidate, candidate_id, reference, task_id, feedback, session=_session(ctx))
 
 
 def create_server() -> MCPServer:
@@ -194,6 +215,7 @@ def create_server() -> MCPServer:
 
     state = JobRunner()
     mcp = _StitchMCPServer("stitch-mcp", instructions=INSTRUCTIONS, version=__version__)
+    mcp.stitch_session = f"mcp-{uuid.uuid4().hex[:12]}"  # this server's history (store.py: sessions)
     long_running = ToolAnnotations(read_only_hint=False, open_world_hint=False)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -227,6 +249,7 @@ def create_server() -> MCPServer:
         timing: Annotated[bool, Field(description="time the candidate against eager and torch.compile")] = True,
         compare_compile: Annotated[bool | None, Field(
             description="also time torch.compile (default from settings)")] = None,
+        parent_candidate_id: ParentId = None,
         max_wait_s: MaxWait = 45,
     ) -> Annotated[CallToolResult, CheckReport]:
         """Build a candidate (ModelNew), prove it correct against the reference on fresh inputs, run
@@ -237,7 +260,8 @@ def create_server() -> MCPServer:
         if not candidate:
             raise ToolError("candidate: give the candidate program (path or source)")
         args = dict(candidate=candidate, reference=reference, task_id=task_id, trials=trials, atol=atol,
-                    rtol=rtol, timing=timing, compare_compile=compare_compile)
+                    rtol=rtol, timing=timing, compare_compile=compare_compile,
+                    parent_candidate_id=parent_candidate_id, session=_session(ctx))
         return await state.run_job(ctx, "compile_and_check", CheckReport, args, run, max_wait_s)
 
     @mcp.tool(annotations=long_running)
@@ -275,9 +299,10 @@ def create_server() -> MCPServer:
         task_id: TaskId = None,
         feedback: Annotated[list[str] | None, Field(
             description="the Verifier feedback this candidate was meant to address "
-                        "(default: the stored feedback on the task's previous candidate)")] = None,
+                        "(default: the feedback saved with save_feedback on its parent)")] = None,
         judge: Annotated[Literal["none", "client"], Field(
             description="client: also ask the client's model (MCP sampling) for a second opinion")] = "none",
+        parent_candidate_id: ParentId = None,
         max_wait_s: MaxWait = 45,
         opinion: Annotated[Any, Resolve(_judge_request)] = None,
     ) -> Annotated[CallToolResult, RubricReport]:
@@ -287,7 +312,7 @@ def create_server() -> MCPServer:
         from stitch_mcp.score import rubric_score as run
 
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,
-                    feedback=feedback, judge="none")
+                    feedback=feedback, judge="none", parent_candidate_id=parent_candidate_id, session=_session(ctx))
         result = await state.run_job(ctx, "rubric_score", RubricReport, args, run, max_wait_s)
         if judge == "client" and result.structured_content and result.structured_content.get("status") == "done":
             from stitch_mcp.score import client_judgement
@@ -311,6 +336,7 @@ def create_server() -> MCPServer:
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
     def save_feedback(
+        ctx: Context,
         candidate_id: Annotated[str, Field(min_length=1, description="the candidate the feedback is about")],
         items: Annotated[list[str], Field(min_length=1, max_length=20, description=
                                           "ranked feedback items, each '[tag] what - where - why - how to check'")],
@@ -319,7 +345,7 @@ def create_server() -> MCPServer:
         from stitch_mcp.loop import save_feedback as run
 
         try:
-            return run(candidate_id, items)
+            return run(candidate_id, items, session=_session(ctx))
         except UserError as exc:
             raise ToolError(str(exc)) from None
 
@@ -384,10 +410,10 @@ def create_server() -> MCPServer:
             raise _prompt_error(exc) from None
 
     @mcp.prompt()
-    def verifier(candidate_id: str) -> str:
+    def verifier(candidate_id: str, ctx: Context) -> str:
         """Review a checked candidate and decide the next step: fix, refine, replan or accept."""
         try:
-            return prompt_text.render_verifier(candidate_id)
+            return prompt_text.render_verifier(candidate_id, session=_session(ctx))
         except UserError as exc:
             raise _prompt_error(exc) from None
 
