@@ -83,12 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("candidate")
     # --trials, --atol, --rtol are settings (listed below) and apply here
     p.add_argument("--no-timing", action="store_true")
+    p.add_argument("--parent", default=None, help="candidate id this one was written from (default: the last "
+                                                  "candidate of the session, --session / STITCH_SESSION)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("rubric", parents=[settings], help="rubric_score REFERENCE CANDIDATE")
     p.add_argument("reference")
     p.add_argument("candidate")
     p.add_argument("--feedback", action="append", help="a feedback item the candidate should address")
+    p.add_argument("--parent", default=None, help="candidate id this one was written from (its saved feedback "
+                                                  "is what skill compliance grades)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("search", parents=[settings], help="search_cuda_docs QUERY")
@@ -131,12 +135,12 @@ def _run_tool(args: argparse.Namespace) -> Any:
         from stitch_mcp.check import compile_and_check
 
         return compile_and_check(reference=args.reference, candidate=args.candidate, timing=not args.no_timing,
-                                 progress=progress)
+                                 parent_candidate_id=args.parent, progress=progress)
     if args.command == "rubric":
         from stitch_mcp.score import rubric_score
 
         return rubric_score(reference=args.reference, candidate=args.candidate, feedback=args.feedback,
-                            progress=progress)
+                            parent_candidate_id=args.parent, progress=progress)
     if args.command == "search":
         from stitch_mcp.search import search_cuda_docs
 
