@@ -15,7 +15,7 @@ import pytest
 from stitch_mcp.errors import UserError
 from stitch_mcp.profiling import ncu as N
 from stitch_mcp.profiling.names import op_key, short_kernel_name
-from stitch_mcp.profiling.specs import ceilings_for
+from stitch_mcp.ceilings import ceilings_for
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 NCU_FIX = FIX / "ncu"
@@ -75,7 +75,7 @@ def test_ceilings_use_measured_numbers():
     assert ceilings_for("NVIDIA H100 80GB HBM3").dram_gbps == 3000
     assert ceilings_for("NVIDIA H200").dram_gbps == 4300
     unknown = ceilings_for("Some Future GPU", sm_count=100, clock_khz=2_000_000, cc_major=10)
-    assert unknown.source == "estimate" and unknown.notes and unknown.fp32_tflops == pytest.approx(51.2)
+    assert unknown.bandwidth.source == "estimate" and unknown.notes and unknown.fp32_tflops == pytest.approx(51.2)
     assert ceilings_for("NVIDIA H100 80GB HBM3").floor_ms(None, 3e9) == pytest.approx(1.0)
 
 
@@ -175,6 +175,37 @@ def test_custom_kernel_names_from_candidate_source():
         """
     ''')
     assert custom_kernel_names(src) == ["add_kernel", "tiled_mm", "relu_k"]
+
+
+@pytest.mark.parametrize("decl, name", [
+    ("__global__ void __cluster_dims__(8,1,1) softmax_cluster_kernel(const float* x, float* y, int n) {}",
+     "softmax_cluster_kernel"),
+    ("__global__ void __launch_bounds__(256, 2) relu_vec4(const float4* __restrict__ x) {}", "relu_vec4"),
+    ('extern "C" __global__ void __launch_bounds__(128) ext_c_kernel(float* p) {}', "ext_c_kernel"),
+    ("template <typename T, int N>\n__global__ void\n__launch_bounds__(N) gemm_tile(const T* a) {}", "gemm_tile"),
+    ("__global__ __launch_bounds__(512) void attr_first(float* x) {}", "attr_first"),
+    ("__global__ void __attribute__((noinline)) attr_gnu(float* x) {}", "attr_gnu"),
+    ("__global__ void __maxnreg__(64) capped(float* x) {}", "capped"),
+    ("static __global__ __forceinline__ void forced(int n);", "forced"),
+    ("__global__ typename Traits<float, 4>::type templated_ret(float* x) {}", "templated_ret"),
+    ("__global__ void specialised<float>(float* x) {}", "specialised"),
+    ("__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256) both(const __grid_constant__ Params p) {}",
+     "both"),
+])
+def test_kernel_names_past_attributes(decl, name):
+    """`__cluster_dims__(8,1,1)` was read as the kernel's name (issue 16): the candidate's own kernel
+    was then 'never run'."""
+    from stitch_mcp.profiling.kernel import custom_kernel_names
+
+    src = f'cuda_src = r"""\n{decl}\n"""\n'
+    assert custom_kernel_names(src) == [name]
+
+
+def test_kernel_names_ignore_non_kernels():
+    from stitch_mcp.profiling.kernel import custom_kernel_names
+
+    src = 'x = "__global__"; y = 1\n__device__ float helper(float v) { return v; }\n'
+    assert custom_kernel_names(src) == []
 
 
 def test_kernel_summary_and_roofline_image(quick, h100, tmp_path):

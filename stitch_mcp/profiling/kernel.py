@@ -25,17 +25,11 @@ from stitch_mcp.profiling.runner import keep_work_dir, python_env, python_exe, r
 
 log = logging.getLogger(__name__)
 
-_GLOBAL = re.compile(r"__global__\s+(?:[\w:<>,\s*&]+?\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
-
-
 def custom_kernel_names(source: str) -> list[str]:
     """Names of the __global__ functions a candidate defines (in its CUDA source strings)."""
-    names = []
-    for m in _GLOBAL.finditer(source):
-        name = m.group(1)
-        if name not in names and name not in ("void", "__launch_bounds__"):
-            names.append(name)
-    return names
+    from stitch_mcp.profiling.names import global_kernel_names
+
+    return global_kernel_names(source)
 
 
 def _resolve(candidate, candidate_id, reference, task_id):
@@ -94,13 +88,13 @@ def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = N
 
 def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: str | None, launch_skip: int,
              launch_count: int, sections: str, settings, progress: Progress, image_name: str) -> KernelProfile:
-    from stitch_mcp.profiling.specs import ceilings_for
+    from stitch_mcp.ceilings import ceilings_for
 
     notes: list[str] = []
     custom = custom_kernel_names(source)
     default_filter = None
     if not filt and custom:
-        default_filter = "regex:^(" + "|".join(re.escape(n) for n in custom) + ")$"
+        default_filter = "regex:^(" + "|".join(re.escape(n) for n in custom) + ")(<.*)?$"
     report = work / "profile"
     extras = True
     attempt_filter = filt or default_filter

@@ -21,7 +21,7 @@ from typing import Any
 from stitch_mcp.errors import UserError
 from stitch_mcp.models import HotLine, KernelDigest, Stall, Suggestion
 from stitch_mcp.profiling.names import short_kernel_name
-from stitch_mcp.profiling.specs import Ceilings
+from stitch_mcp.ceilings import Ceilings
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stitch_mcp.models import KernelDigest
 from stitch_mcp.profiling.names import op_base, short_kernel_name
-from stitch_mcp.profiling.specs import Ceilings
+from stitch_mcp.ceilings import Ceilings
 from stitch_mcp.profiling.trace import Trace
 
 log = logging.getLogger(__name__)

@@ -117,7 +117,7 @@ def profile_reference(*, reference: str | None = None, task_id: str | None = Non
 def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: float,
          progress: Progress, image_name: str = "timeline.png"):
     from stitch_mcp.profiling import plots
-    from stitch_mcp.profiling.specs import ceilings_for, cpu_ceilings
+    from stitch_mcp.ceilings import ceilings_for, cpu_ceilings
     from stitch_mcp.profiling.trace import digest
 
     prefix = None

@@ -12,7 +12,7 @@ from typing import Any
 
 from stitch_mcp.models import Evidence, Finding, KernelRow, OpRow, ReferenceProfile
 from stitch_mcp.profiling.names import op_base, op_key, short_kernel_name
-from stitch_mcp.profiling.specs import Ceilings
+from stitch_mcp.ceilings import Ceilings, describe
 
 
 @dataclass
@@ -167,7 +167,7 @@ def digest(trace: Trace, ceilings: Ceilings, costs: dict[str, dict[str, Any]] | 
         rows.append(OpRow(name=name, gpu_ms=ms / n, share=ms / total_ms, calls=round(op_calls.get(name, 0) / n),
                           kernel_count=round(op_kcount.get(name, 0) / n), kernels=[k for k, _ in kern[:3]],
                           flops=flops if c else None, bytes=nbytes if c else None,
-                          intensity=intensity, floor_ms=floor))
+                          intensity=intensity, floor_ms=floor, dtype=c.get("dtype") if c else None))
     # -- kernels
     kgroups: dict[tuple[str, str, str], list[Kernel]] = defaultdict(list)
     for k in trace.kernels:
@@ -307,8 +307,8 @@ def summary_text(p: ReferenceProfile, ceilings: Ceilings, max_chars: int = 6000)
             head += (f", memcpy {p.memcpy_bytes_per_iter / 1e6:.1f} MB ({_fmt_ms(p.memcpy_ms_per_iter)}), "
                      f"memset {_fmt_ms(p.memset_ms_per_iter)}")
     lines.append(head)
-    lines.append(f"ceilings: {ceilings.dram_gbps / 1e3:.1f} TB/s, fp32 {ceilings.fp32_tflops:.0f} / "
-                 f"bf16 {ceilings.fp16_tflops:.0f} TFLOP/s ({ceilings.source})")
+    lines.append(f"ceilings: {describe(ceilings)}; floor = max(bytes / bandwidth, FLOPs / peak of the op's dtype, "
+                 "fp32 on the CUDA cores as TF32 is off)")
     lines.append(f"ops by {where} time/iter (share, calls, kernels | FLOPs, bytes, FLOP/B, floor):")
     for r in p.ops[:12]:
         extra = ""
