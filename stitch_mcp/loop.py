@@ -165,8 +165,10 @@ def _first_fix(check: dict | None, rubric: RubricReport | None) -> list[str]:
     return items
 
 
-def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict | None) -> list[str]:
-    """Ranked items for a correct candidate."""
+def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict | None,
+                    compute_heavy: bool = False) -> list[str]:
+    """Ranked items for a correct candidate. compute_heavy: the reference's time is mostly GEMM/conv,
+    so a floor from bytes alone (no FLOP count known) says nothing about this candidate."""
     from stitch_mcp.score import ADVICE
 
     items: list[str] = []
@@ -194,10 +196,12 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
                     items.append(f"[{key}] {ADVICE[key][0].upper()}{ADVICE[key][1:]}.")
     if check:
         t = check.get("timing") or {}
-        ff = t.get("floor_fraction")
-        if ff is not None and ff < 0.7:
-            items.append(f"[speed] The candidate runs at {ff:.0%} of its floor (the slower of moving its bytes and "
-                         "doing its FLOPs at this GPU's ceilings); the profile says where the rest goes.")
+        ff, bound = t.get("floor_fraction"), t.get("floor_bound")
+        if ff is not None and ff < 0.7 and (bound or not compute_heavy):
+            side = {"compute": "compute-bound: FLOPs at the dtype's peak", "memory": "memory-bound: bytes at the "
+                    "copy bandwidth"}.get(bound or "", "bytes at the copy bandwidth")
+            items.append(f"[speed] The candidate runs at {ff:.0%} of its roofline floor ({side}); the profile "
+                         "says where the rest goes.")
     seen, out = set(), []
     for i in items:
         if i not in seen:
@@ -282,13 +286,15 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
     if not gates:
         return Route(decision="accept", reasons=[f"correct on {len(trials)} trials, no integrity or anti-hacking "
                                                  f"finding, {timing_note}, profiled"])
-    feedback = refine_feedback(check, rubric, kprof)
-    if "profile_kernel not consulted yet on this task" in gates:
-        feedback.insert(0, "[profile] Run profile_kernel on this candidate: acceptance needs one profile.")
-
     task = ws.task(task_id)
     ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
     shares, _ = score.reference_shares(task, ref_profile)
+    from stitch_mcp import analysis as an
+
+    compute_heavy = bool(shares) and an.op_class(shares[0][0]) == "gemm"
+    feedback = refine_feedback(check, rubric, kprof, compute_heavy)
+    if "profile_kernel not consulted yet on this task" in gates:
+        feedback.insert(0, "[profile] Run profile_kernel on this candidate: acceptance needs one profile.")
     why = plan_mistarget(task_id, shares)
     if why:
         return Route(decision="replan", reasons=[why] + gates[:2], feedback=feedback)

@@ -55,16 +55,17 @@ def test_memory_bound_floor_and_bytes_only():
 
 
 def test_impossible_floor_is_below_every_honest_floor():
-    """The integrity bound uses the datasheet and the fastest math: an fp32 task solved with TF32 or
-    BF16 tensor cores inside a loose tolerance must not read as 'impossible'."""
+    """The integrity bound: bytes at the datasheet bandwidth, never FLOPs (a candidate may compute a
+    matmul-then-sum as a matrix-vector product), never a measured number."""
     for name in (H100, "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "Tesla T4"):
         c = ceilings_for(name)
         for nbytes, flops in ((1e9, None), (1e8, 1e12), (1e6, 1e13)):
-            fast = impossible_floor(c, nbytes, flops)
+            fast = impossible_floor(c, nbytes)
+            assert fast.bound == "memory" and "datasheet" in fast.note
             for dtype in ("float32", "bfloat16", "float64"):
                 for tf32 in (False, True):
                     assert fast.ms <= roofline_floor(c, nbytes, flops, dtype=dtype, tf32=tf32).ms
-            assert "datasheet" in fast.note
+    assert impossible_floor(ceilings_for(H100), 3.35e9).ms == pytest.approx(1.0)
 
 
 def test_math_modes():

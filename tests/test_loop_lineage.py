@@ -242,3 +242,41 @@ def test_cli_session_setting_keeps_the_lineage(tmp_path):
         assert ws.candidate(other["candidate_id"], "two").parent_id is None
     finally:
         configure()
+
+
+GEMM_REF = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn(4096, 4096), torch.randn(4096, 4096)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("bound, said", [(None, None), ("compute", "compute-bound: FLOPs at the dtype's peak"),
+                                         ("memory", "memory-bound")])
+def test_speed_item_names_the_roofline_side(ws, bound, said):
+    """A GEMM at '1% of the memory-bandwidth floor' was advice against the wrong ceiling: with no FLOP
+    count behind the floor a compute-heavy task gets no [speed] item; with one it names the side."""
+    from stitch_mcp.models import TimingReport, TimingStats
+
+    task = ws.add_task(GEMM_REF)
+    cand = ws.add_candidate(task.task_id, NAIVE.replace("relu", "mm"))
+    report = passed(1.1)
+    report.timing = TimingReport(candidate=TimingStats(median_ms=100.0), floor_ms=1.0, floor_fraction=0.01,
+                                 floor_bound=bound)
+    store_check(ws, cand, report)
+    items = [i for i in route_after(task.task_id, cand.candidate_id).feedback if i.startswith("[speed]")]
+    if said is None:
+        assert items == []
+    else:
+        assert len(items) == 1 and "1% of its roofline floor" in items[0] and said in items[0]
