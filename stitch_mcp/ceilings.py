@@ -86,7 +86,8 @@ class Ceilings:
 
 def describe(c: Ceilings) -> str:
     """'3.00 TB/s (measured copy); FP32 67 (datasheet), TF32 495 (datasheet), BF16/FP16 790 (measured) TFLOP/s'"""
-    bw = f"{c.bandwidth.value / 1e12:.2f} TB/s ({'measured copy' if c.bandwidth.source == 'measured' else c.bandwidth.source})"
+    how = "measured copy" if c.bandwidth.source == "measured" else c.bandwidth.source
+    bw = f"{c.bandwidth.value / 1e12:.2f} TB/s ({how})"
     rates = ", ".join(f"{MODE_LABELS[m].split(' (')[0]} {c.peaks[m].value / 1e12:.0f} ({c.peaks[m].source})"
                       for m in ("fp32", "tf32", "fp16_tensor") if m in c.peaks)
     return f"{c.name}: {bw}; {rates} TFLOP/s"

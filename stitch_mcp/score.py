@@ -419,7 +419,8 @@ def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feed
     if len(covered) >= 2 and a.kernels and len(a.kernels) < len(covered):
         now_keys.add("fusion")
     sides = _Sides(now=a, before=before, now_keys=now_keys, before_keys=before_keys,
-                   now_fb={f.code for f in _fallback_findings(a)}, before_fb={f.code for f in _fallback_findings(before)},
+                   now_fb={f.code for f in _fallback_findings(a)},
+                   before_fb={f.code for f in _fallback_findings(before)},
                    changed=changed, removed=removed, lines=cand.source.splitlines(),
                    parent_id=parent.candidate_id if parent else "none")
     ref_ops = {op for op, _ in shares}

@@ -20,7 +20,7 @@ from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Progress
 from stitch_mcp.models import KernelDigest, KernelProfile
 from stitch_mcp.profiling import ncu as N
-from stitch_mcp.profiling.reference import driver_error, run_driver
+from stitch_mcp.profiling.reference import device_lease, driver_error, run_driver
 from stitch_mcp.profiling.runner import keep_work_dir, python_env, python_exe, run_group, tail
 
 log = logging.getLogger(__name__)
@@ -95,45 +95,9 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
     default_filter = None
     if not filt and custom:
         default_filter = "regex:^(" + "|".join(re.escape(n) for n in custom) + ")(<.*)?$"
-    report = work / "profile"
-    extras = True
-    attempt_filter = filt or default_filter
-    res = None
-    for _ in range(3):
-        for f in work.glob("profile*.ncu-rep"):
-            f.unlink()
-        (work / "error.json").unlink(missing_ok=True)
-        progress.update(1, 4, f"ncu ({sections}) on the candidate's forward")
-        cmd_prefix = N.ncu_command(ncu, sections, report, [], kernel_filter=attempt_filter, launch_skip=launch_skip,
-                                   launch_count=launch_count, clock_control=settings.ncu_clock_control,
-                                   extra_metrics=extras)
-        res = run_driver("ncu", work, work / "reference.py", iterations=1, warmup=1,
-                         timeout_s=settings.profile_timeout_s, progress=progress, prefix=cmd_prefix,
-                         cand_path=work / "candidate.py", lineinfo=(sections == "source"), what="the candidate")
-        why = N.classify_failure(res.output)
-        if why == N.PERM_HELP:
-            raise UserError(N.PERM_HELP)
-        err = driver_error(work, "the candidate")
-        if err is not None:
-            raise err
-        if extras and N.unknown_metric(res.output) and not any(work.glob("profile*.ncu-rep")):
-            extras = False
-            notes.append("this ncu/GPU lacks the FLOP counters; roofline uses speed-of-light % instead")
-            continue
-        if why == "no kernels matched":
-            if user_filter:
-                seen = f" Its __global__ kernels: {', '.join(custom)}." if custom else ""
-                raise UserError(f"kernel_filter {user_filter!r} matched no kernel launched by the candidate's forward "
-                                f"(after skipping {launch_skip}).{seen} Use a substring of the kernel's name or "
-                                "regex:PATTERN, or leave it out.")
-            if attempt_filter:
-                notes.append(f"none of the candidate's __global__ kernels ({', '.join(custom)}) ran in forward; "
-                             "profiled whatever kernels ran instead")
-                attempt_filter = None
-                continue
-            raise UserError("the candidate's forward launched no CUDA kernel that ncu could profile"
-                            + (f" after skipping {launch_skip} launches" if launch_skip else ""))
-        break
+    with device_lease(progress, notes, 1, 4) as pinned:
+        res = _run_ncu(ncu, work, custom, filt, default_filter, user_filter, launch_skip, launch_count, sections,
+                       settings, progress, notes, pinned)
     rep = next(iter(work.glob("profile*.ncu-rep")), None)
     if rep is None:
         raise UserError(f"ncu wrote no report (exit {res.returncode if res else '?'}). Output tail:\n"
@@ -174,6 +138,52 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
         log.warning("roofline image failed: %s", exc)
         prof.notes.append(f"roofline image failed: {type(exc).__name__}")
     return prof
+
+
+def _run_ncu(ncu: str, work: Path, custom: list[str], filt: str | None, default_filter: str | None,
+             user_filter: str | None, launch_skip: int, launch_count: int, sections: str, settings,
+             progress: Progress, notes: list[str], pinned: dict[str, str]):
+    """Run the driver under ncu; retried without the FLOP counters, or without the default filter."""
+    extras = True
+    attempt_filter = filt or default_filter
+    res = None
+    for _ in range(3):
+        for f in work.glob("profile*.ncu-rep"):
+            f.unlink()
+        (work / "error.json").unlink(missing_ok=True)
+        progress.update(1, 4, f"ncu ({sections}) on the candidate's forward")
+        cmd_prefix = N.ncu_command(ncu, sections, work / "profile", [], kernel_filter=attempt_filter,
+                                   launch_skip=launch_skip, launch_count=launch_count,
+                                   clock_control=settings.ncu_clock_control, extra_metrics=extras)
+        res = run_driver("ncu", work, work / "reference.py", iterations=1, warmup=1,
+                         timeout_s=settings.profile_timeout_s, progress=progress, prefix=cmd_prefix,
+                         cand_path=work / "candidate.py", lineinfo=(sections == "source"), what="the candidate",
+                         env=pinned)
+        why = N.classify_failure(res.output)
+        if why == N.PERM_HELP:
+            raise UserError(N.PERM_HELP)
+        err = driver_error(work, "the candidate")
+        if err is not None:
+            raise err
+        if extras and N.unknown_metric(res.output) and not any(work.glob("profile*.ncu-rep")):
+            extras = False
+            notes.append("this ncu/GPU lacks the FLOP counters; roofline uses speed-of-light % instead")
+            continue
+        if why == "no kernels matched":
+            if user_filter:
+                seen = f" Its __global__ kernels: {', '.join(custom)}." if custom else ""
+                raise UserError(f"kernel_filter {user_filter!r} matched no kernel launched by the candidate's forward "
+                                f"(after skipping {launch_skip}).{seen} Use a substring of the kernel's name or "
+                                "regex:PATTERN, or leave it out.")
+            if attempt_filter:
+                notes.append(f"none of the candidate's __global__ kernels ({', '.join(custom)}) ran in forward; "
+                             "profiled whatever kernels ran instead")
+                attempt_filter = None
+                continue
+            raise UserError("the candidate's forward launched no CUDA kernel that ncu could profile"
+                            + (f" after skipping {launch_skip} launches" if launch_skip else ""))
+        break
+    return res
 
 
 def _candidate_line(source: str, text: str) -> int | None:

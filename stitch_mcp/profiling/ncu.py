@@ -445,10 +445,12 @@ def suggestions(d: KernelDigest, l: Launch, dram_pct: float | None, ceil: Ceilin
     fma = l.num("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0
     if (d.bound == "compute-bound" or fma >= 40 or stall.get("math_pipe_throttle", 0) >= 0.2) and \
             (d.tensor_pipe_pct or 0) < 5:
-        add(7.5, "FP32 math on CUDA cores while the tensor cores idle: use tensor cores (WMMA/mma.sync, "
-                 "cuBLAS/CUTLASS) in TF32 or BF16 where the tolerance allows",
+        add(7.5, "FP32 math on CUDA cores while the tensor cores idle: for fp32 work keep fp32 accuracy on "
+                 "the tensor cores with 3xTF32 (each operand split into a TF32 high and low part, three MMAs; "
+                 "CUTLASS's OpMultiplyAddFastF32) - plain TF32 or BF16 is a precision downgrade an fp32 task's "
+                 "tolerance usually rejects; half-precision tasks use BF16/FP16 MMA (WMMA/mma.sync, cuBLAS)",
             "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", f"{d.tensor_pipe_pct or 0:.1f}%",
-            "tensor cores wmma mma.sync TF32 matrix multiply")
+            "3xTF32 fp32-accurate tensor core GEMM mma.sync")
     theo, ach = d.theoretical_occupancy_pct, d.achieved_occupancy_pct
     lim = d.occupancy_limiter
     if theo is not None and theo < 50 and d.bound in ("latency-bound", "memory-bound"):

@@ -7,6 +7,7 @@ digests it (trace.digest); draws a timeline of one iteration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -56,16 +57,34 @@ def driver_error(work: Path, what: str) -> UserError | None:
     return UserError(f"{what} failed while running {e.get('stage')}: {e.get('type')}: {e.get('message')}\n{last}")
 
 
+@contextlib.contextmanager
+def device_lease(progress: Progress, notes: list[str], step: float, total: float):
+    """Hold a device for a profiler run, as compile_and_check's run stage does: two profiles (or a
+    profile and a timing) never share a GPU, or each would read the other's load (seen: 1.4-1.8x).
+    Yields the environment that pins the profiled process to the leased GPU."""
+    from stitch_mcp.devices import acquire_device
+
+    progress.update(step, total, "waiting for a free device")
+    with acquire_device(check_cancel=progress.check) as lease:
+        if lease.waited_s >= 1.0:
+            notes.append(f"waited {lease.waited_s:.0f} s for {lease.label}: another verification or profile was "
+                         "using it (profiles take the device in turn, so its load is not in these numbers)")
+        if lease.note:
+            notes.append(lease.note)
+        yield lease.worker_env()
+
+
 def run_driver(mode: str, work: Path, ref_path: Path, *, iterations: int, warmup: int, timeout_s: float,
                progress: Progress | None, prefix: list[str] | None = None,
-               cand_path: Path | None = None, lineinfo: bool = False, what: str = "the reference"):
+               cand_path: Path | None = None, lineinfo: bool = False, what: str = "the reference",
+               env: dict[str, str] | None = None):
     cmd = (prefix or []) + [python_exe(), "-m", "stitch_mcp.profiling.driver", mode, "--ref", str(ref_path),
                             "--out", str(work), "--iters", str(iterations), "--warmup", str(warmup)]
     if cand_path is not None:
         cmd += ["--cand", str(cand_path)]
     if lineinfo:
         cmd.append("--lineinfo")
-    res = run_group(cmd, timeout_s=timeout_s, cwd=work, env=python_env(), progress=progress,
+    res = run_group(cmd, timeout_s=timeout_s, cwd=work, env={**python_env(), **(env or {})}, progress=progress,
                     log_path=work / "run.log")
     if res.cancelled:
         from stitch_mcp.jobs import Cancelled
@@ -127,9 +146,11 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
         nsys = find_tool("nsys")
         prefix = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
                   "--force-overwrite=true", "-o", str(work / "report")]
-    progress.update(1, 4, f"running the reference under {used}")
-    res = run_driver(used, work, ref_path, iterations=iterations, warmup=2, timeout_s=timeout_s,
-                     progress=progress, prefix=prefix)
+    lease_notes: list[str] = []
+    with device_lease(progress, lease_notes, 1, 4) as pinned:
+        progress.update(1, 4, f"running the reference under {used}")
+        res = run_driver(used, work, ref_path, iterations=iterations, warmup=2, timeout_s=timeout_s,
+                         progress=progress, prefix=prefix, env=pinned)
     err = driver_error(work, "the reference")
     if err is not None:
         raise err
@@ -162,6 +183,7 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
         ceil = cpu_ceilings()
     progress.update(3, 4, "digesting")
     prof = digest(trace, ceil, meta.get("costs") or {}, meta.get("wall_ms"))
+    prof.notes.extend(lease_notes)
     if meta.get("costs_error"):
         prof.notes.append(f"FLOP/byte counting failed: {meta['costs_error']}")
     try:

@@ -192,9 +192,28 @@ def digest(trace: Trace, ceilings: Ceilings, costs: dict[str, dict[str, Any]] | 
         prof.notes.append(f"{len(rows) - max_ops} more ops not shown")
     if len(krows) > max_kernels:
         prof.notes.append(f"{len(krows) - max_kernels} more kernel kinds not shown")
+    why = _sum_vs_wall(total_ms / n if op_ms else None, wall, traced_wall, gpu_ms, gpu)
+    if why:
+        prof.notes.append(why)
     prof.findings = findings(trace, prof, rows, kern_ms)
     prof.summary = summary_text(prof, ceilings)
     return prof
+
+
+def _sum_vs_wall(op_total: float | None, wall: float | None, traced_wall: float | None, gpu_ms: float | None,
+                 gpu: bool) -> str | None:
+    """Why the ops' times add to more than the wall time per iteration, when they do."""
+    if not op_total or not wall or op_total <= 1.1 * wall:
+        return None
+    head = f"the ops' times add to {_fmt_ms(op_total)}/iter, more than the wall {_fmt_ms(wall)}/iter (timed " \
+           "without the profiler)"
+    if gpu and gpu_ms is not None and op_total > 1.1 * gpu_ms:
+        return (f"{head}: kernels of different ops ran at the same time on several streams, so their durations "
+                f"overlap; the GPU was busy {_fmt_ms(gpu_ms)}/iter (the union)")
+    if traced_wall and traced_wall > 1.1 * wall:
+        return (f"{head}: they were measured under the profiler, whose per-op overhead stretched each profiled "
+                f"iteration to {_fmt_ms(traced_wall)}; compare shares, not milliseconds, with the wall")
+    return f"{head}: work of different ops overlapped (several threads or streams)"
 
 
 def _ops_in_order(trace: Trace, iteration: int) -> list[Op]:
