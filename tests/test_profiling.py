@@ -500,3 +500,60 @@ def test_fp32_compute_bound_advice_keeps_fp32_accuracy():
     texts = [s.text for s in N.suggestions(d, launch, 15.0, ceilings_for("NVIDIA H100 80GB HBM3"))]
     tc = next(t for t in texts if "tensor cores" in t)
     assert "3xTF32" in tc and "precision downgrade" in tc and "where the tolerance allows" not in tc
+
+
+CPP_CANDIDATE = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    from torch.utils.cpp_extension import load_inline
+
+    src = """
+    #include <torch/extension.h>
+    torch::Tensor twice(torch::Tensor x) { return x.mul(2.0).add(1.0); }
+    """
+    ext = load_inline(name="profile_cache_probe", cpp_sources=src, functions=["twice"], verbose=False)
+
+    class ModelNew(nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+
+        def forward(self, x):
+            return ext.twice(x)
+''')
+
+
+@pytest.mark.slow  # one C++ extension build (~30-60 s on 2 cores)
+def test_profile_driver_imports_the_checks_build(tmp_path):
+    """profile_kernel's driver used a plain load_inline: a cold build of every candidate under ncu
+    (23 s+ on an H100). With --build-root it goes through compile_and_check's build cache: built
+    once, imported from the cache on every later run."""
+    import json
+    import subprocess
+    import sys
+
+    from stitch_mcp.profiling.runner import python_env
+
+    ref, cand, build = tmp_path / "reference.py", tmp_path / "candidate.py", tmp_path / "builds"
+    ref.write_text(SMALL_REF)
+    cand.write_text(CPP_CANDIDATE)
+    env = {**python_env(), "TORCH_EXTENSIONS_DIR": str(tmp_path / "plain")}
+    metas = []
+    for n in range(2):
+        out = tmp_path / f"out{n}"
+        run = subprocess.run([sys.executable, "-m", "stitch_mcp.profiling.driver", "ncu", "--ref", str(ref),
+                              "--cand", str(cand), "--out", str(out), "--iters", "1", "--warmup", "1",
+                              "--build-root", str(build)], env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        metas.append(json.loads((out / "meta.json").read_text()))
+    assert metas[0]["extensions_cached"] == [False] and metas[1]["extensions_cached"] == [True]
+    assert metas[1]["import_s"] < 5 and list(build.glob("objects/*/done"))
+    assert not (tmp_path / "plain").exists()  # nothing built the plain way
+
+
+def test_profile_kernel_quotes_the_checks_floor():
+    from stitch_mcp.profiling.kernel import check_floor_note
+
+    note = check_floor_note({"timing": {"floor_ms": 2.05, "floor_fraction": 0.76, "floor_note":
+                                        "compute-bound: 137 GFLOP at 67 TFLOP/s FP32 (CUDA cores) (datasheet)"}})
+    assert note.startswith("compile_and_check: the whole forward runs at 76% of its floor (2.05 ms; compute-bound")
+    assert check_floor_note({"timing": {}}) is None and check_floor_note(None) is None

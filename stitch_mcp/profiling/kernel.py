@@ -79,11 +79,25 @@ def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = N
         keep_work_dir(work)
         shutil.rmtree(work, ignore_errors=True)
     prof.task_id, prof.candidate_id = task.task_id, cand.candidate_id
+    floor = check_floor_note(get_workspace().latest_report("check", candidate_id=cand.candidate_id))
+    if floor:
+        prof.notes.append(floor)
     prof.notes.append(f"profiled in {time.monotonic() - started:.1f} s")
     prof.summary = summary_text(prof)
     get_workspace().add_report("profile_kernel", prof, task_id=task.task_id, candidate_id=cand.candidate_id)
     progress.update(4, 4, "done")
     return prof
+
+
+def check_floor_note(check: dict | None) -> str | None:
+    """compile_and_check's own "% of the floor" for the whole forward, quoted rather than recomputed,
+    so the two answers give one number (the kernels' roofline % above use the same ceilings table)."""
+    t = (check or {}).get("timing") or {}
+    if not t.get("floor_fraction") or not t.get("floor_ms"):
+        return None
+    how = t.get("floor_note") or "bytes at the copy bandwidth"
+    return (f"compile_and_check: the whole forward runs at {t['floor_fraction']:.0%} of its floor "
+            f"({t['floor_ms']:.4g} ms; {how})")
 
 
 def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: str | None, launch_skip: int,
@@ -95,15 +109,18 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
     default_filter = None
     if not filt and custom:
         default_filter = "regex:^(" + "|".join(re.escape(n) for n in custom) + ")(<.*)?$"
+    timings: list[str] = []
     with device_lease(progress, notes, 1, 4) as pinned:
         res = _run_ncu(ncu, work, custom, filt, default_filter, user_filter, launch_skip, launch_count, sections,
-                       settings, progress, notes, pinned)
+                       settings, progress, notes, pinned, timings)
     rep = next(iter(work.glob("profile*.ncu-rep")), None)
     if rep is None:
         raise UserError(f"ncu wrote no report (exit {res.returncode if res else '?'}). Output tail:\n"
                         f"{tail(res.output if res else '', 2000)}")
     progress.update(2, 4, "reading the report")
+    t_read = time.monotonic()
     launches, reader = read_report(ncu, rep, work, settings.profile_timeout_s, progress)
+    timings.append(f"report read {time.monotonic() - t_read:.1f} s ({reader})")
     if not launches:
         raise UserError(f"the ncu report holds no kernel results. ncu output tail:\n{tail(res.output, 1500)}")
     first = launches[0]
@@ -125,6 +142,7 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
                          notes=notes + ceil.notes)
     prof.notes.append(f"{len(launches)} launch(es) profiled with --clock-control {settings.ncu_clock_control}; "
                       f"report read with {reader}")
+    prof.notes.append("time: " + "; ".join(timings))
     if custom and not any(N._base_function(l.name) in custom for l in launches):
         prof.notes.append("none of the profiled kernels is one of the candidate's own __global__ kernels")
     try:
@@ -142,8 +160,9 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
 
 def _run_ncu(ncu: str, work: Path, custom: list[str], filt: str | None, default_filter: str | None,
              user_filter: str | None, launch_skip: int, launch_count: int, sections: str, settings,
-             progress: Progress, notes: list[str], pinned: dict[str, str]):
-    """Run the driver under ncu; retried without the FLOP counters, or without the default filter."""
+             progress: Progress, notes: list[str], pinned: dict[str, str], timings: list[str]):
+    """Run the driver under ncu; retried without the FLOP counters, or without the default filter.
+    Each run's seconds (and the candidate's import, i.e. build, inside it) go to `timings`."""
     extras = True
     attempt_filter = filt or default_filter
     res = None
@@ -151,6 +170,7 @@ def _run_ncu(ncu: str, work: Path, custom: list[str], filt: str | None, default_
         for f in work.glob("profile*.ncu-rep"):
             f.unlink()
         (work / "error.json").unlink(missing_ok=True)
+        (work / "meta.json").unlink(missing_ok=True)
         progress.update(1, 4, f"ncu ({sections}) on the candidate's forward")
         cmd_prefix = N.ncu_command(ncu, sections, work / "profile", [], kernel_filter=attempt_filter,
                                    launch_skip=launch_skip, launch_count=launch_count,
@@ -159,6 +179,7 @@ def _run_ncu(ncu: str, work: Path, custom: list[str], filt: str | None, default_
                          timeout_s=settings.profile_timeout_s, progress=progress, prefix=cmd_prefix,
                          cand_path=work / "candidate.py", lineinfo=(sections == "source"), what="the candidate",
                          env=pinned)
+        timings.append(_run_timing(work, res.seconds, len(timings) + 1))
         why = N.classify_failure(res.output)
         if why == N.PERM_HELP:
             raise UserError(N.PERM_HELP)
@@ -184,6 +205,24 @@ def _run_ncu(ncu: str, work: Path, custom: list[str], filt: str | None, default_
                             + (f" after skipping {launch_skip} launches" if launch_skip else ""))
         break
     return res
+
+
+def _run_timing(work: Path, seconds: float, n: int) -> str:
+    """'ncu run 1 41.3 s (candidate import 0.2 s, extensions from the check's build cache)'"""
+    import json
+
+    bits = []
+    try:
+        meta = json.loads((work / "meta.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    if meta.get("import_s") is not None:
+        bits.append(f"candidate import {meta['import_s']:.1f} s")
+    cached = meta.get("extensions_cached")
+    if cached:
+        bits.append("extensions from the check's build cache" if all(cached) else
+                    f"{cached.count(False)} extension(s) built here (run compile_and_check first to reuse its build)")
+    return f"ncu run {n} {seconds:.1f} s" + (f" ({', '.join(bits)})" if bits else "")
 
 
 def _candidate_line(source: str, text: str) -> int | None:

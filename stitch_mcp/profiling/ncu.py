@@ -206,13 +206,15 @@ def _flops(l: Launch) -> tuple[float | None, str]:
     fp16 = s(f"{p}hadd_pred_on.sum", f"{p}hmul_pred_on.sum")
     hfma = l.num(f"{p}hfma_pred_on.sum")
     tensor = s("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-               "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum",
-               "sm__ops_path_tensor_src_int8.sum", "sm__ops_path_tensor_src_fp64.sum")
+               "sm__ops_path_tensor_src_fp8.sum", "sm__ops_path_tensor_src_int8.sum",
+               "sm__ops_path_tensor_src_fp64.sum")
+    tf32 = l.num("sm__ops_path_tensor_src_tf32_dst_fp32.sum")
     kinds = {
         "fp32": None if fp32 is None and ffma is None else (fp32 or 0) + 2 * (ffma or 0),
         "fp64": None if fp64 is None and dfma is None else (fp64 or 0) + 2 * (dfma or 0),
         "fp16": None if fp16 is None and hfma is None else 2 * ((fp16 or 0) + 2 * (hfma or 0)),  # packed half2
         "tensor": tensor,
+        "tf32": tf32,  # TF32 tensor cores run at about half the BF16 rate
     }
     known = {k: v for k, v in kinds.items() if v is not None}
     if not known:
@@ -223,8 +225,8 @@ def _flops(l: Launch) -> tuple[float | None, str]:
 
 
 def _peak_tflops(ceil: Ceilings, kind: str) -> float:
-    return {"fp64": ceil.fp64_tflops, "fp16": ceil.fp32_tflops * 2, "tensor": ceil.fp16_tflops}.get(
-        kind, ceil.fp32_tflops)
+    return {"fp64": ceil.fp64_tflops, "fp16": ceil.fp32_tflops * 2, "tensor": ceil.fp16_tflops,
+            "tf32": ceil.tf32_tflops}.get(kind, ceil.fp32_tflops)
 
 
 def _mean_launch(launches: list[Launch]) -> Launch:

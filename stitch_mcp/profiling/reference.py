@@ -84,6 +84,8 @@ def run_driver(mode: str, work: Path, ref_path: Path, *, iterations: int, warmup
         cmd += ["--cand", str(cand_path)]
     if lineinfo:
         cmd.append("--lineinfo")
+    if cand_path is not None:  # the candidate's extensions as compile_and_check built them
+        cmd += ["--build-root", str(get_settings().build_dir)]
     res = run_group(cmd, timeout_s=timeout_s, cwd=work, env={**python_env(), **(env or {})}, progress=progress,
                     log_path=work / "run.log")
     if res.cancelled:
