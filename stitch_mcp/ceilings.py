@@ -217,7 +217,9 @@ def impossible_floor(c: Ceilings, nbytes: float | None) -> Floor | None:
     """A time no honest implementation can beat: its inputs and outputs moved once at the datasheet
     bandwidth. Bytes only: the reference's FLOPs bound no candidate that finds an algebraic shortcut
     (a matmul followed by a sum is a matrix-vector product)."""
-    return _floor(nbytes, None, c.datasheet_bandwidth, "(datasheet)", 1.0, "")
+    known = not c.notes  # a GPU of the table; an unknown one allows 30% over its measured copy
+    label = "(datasheet)" if known else ("(measured copy x1.3)" if c.bandwidth.source == "measured" else "(estimate)")
+    return _floor(nbytes, None, c.datasheet_bandwidth, label, 1.0, "")
 
 
 def reference_flops(ref_profile: dict | None) -> tuple[float | None, str | None]:
@@ -260,3 +262,16 @@ def _copy_rate(dev) -> float:
     end.record()
     torch.cuda.synchronize(dev)
     return 2 * n * 5 / (start.elapsed_time(end) / 1e3)
+
+
+def timing_floors(device: str, nbytes: int, flops: float | None = None, dtype: str | None = None,
+                  tf32: bool = False) -> tuple[dict, Floor | None]:
+    """For compile_and_check's run stage on a torch device: the timing fields (floor_ms, floor_bound,
+    floor_note: the roofline floor with the reference's FLOPs when known) and the bound below which a
+    measurement is impossible (bytes at the datasheet bandwidth). ({}, None) off the GPU."""
+    if not str(device).startswith("cuda") or not nbytes:
+        return {}, None
+    c = for_torch_device(device)
+    floor = roofline_floor(c, nbytes, flops, dtype=dtype, tf32=tf32)
+    fields = {"floor_ms": floor.ms, "floor_bound": floor.bound, "floor_note": floor.note} if floor else {}
+    return fields, impossible_floor(c, nbytes)

@@ -78,6 +78,7 @@ def test_unknown_gpu_is_an_estimate_with_its_measured_copy():
     c = ceilings_for("Some Future GPU", sm_count=100, clock_khz=2_000_000, cc_major=10, measured_bandwidth=5e12)
     assert c.bandwidth.source == "measured" and c.peak("fp32").source == "estimate"
     assert c.datasheet_bandwidth == pytest.approx(6.5e12) and c.notes
+    assert "measured copy x1.3" in impossible_floor(c, 1e9).note
 
 
 def test_reference_flops_from_a_stored_profile():
@@ -86,3 +87,20 @@ def test_reference_flops_from_a_stored_profile():
                     {"name": "aten::copy_", "flops": None}]}
     assert reference_flops(prof) == (pytest.approx(1.000001e12), "torch.float32")
     assert reference_flops({"ops": []}) == (None, None) and reference_flops(None) == (None, None)
+
+
+def test_timing_floors_off_the_gpu_is_empty():
+    from stitch_mcp.ceilings import timing_floors
+
+    assert timing_floors("cpu", 1_000_000, 1e9, "float32") == ({}, None)
+
+
+@pytest.mark.gpu
+def test_timing_floors_on_this_gpu():
+    """What compile_and_check's run stage reports: a labelled roofline floor and a lower impossible bound."""
+    from stitch_mcp.ceilings import timing_floors
+
+    n = 4096
+    fields, lowest = timing_floors("cuda", 3 * n * n * 4, 2 * n ** 3, "torch.float32", tf32=False)
+    assert fields["floor_bound"] == "compute" and "FP32 (CUDA cores)" in fields["floor_note"]
+    assert lowest.ms < fields["floor_ms"] and ("datasheet" in lowest.note or "measured copy x1.3" in lowest.note)
