@@ -287,7 +287,7 @@ def create_server() -> MCPServer:
 
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,
                     kernel_filter=kernel_filter, launch_skip=launch_skip, launch_count=launch_count,
-                    sections=sections)
+                    sections=sections, session=_session(ctx))
         return await state.run_job(ctx, "profile_kernel", KernelProfile, args, run, max_wait_s)
 
     @mcp.tool(annotations=long_running)

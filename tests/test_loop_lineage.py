@@ -280,3 +280,15 @@ def test_speed_item_names_the_roofline_side(ws, bound, said):
         assert items == []
     else:
         assert len(items) == 1 and "1% of its roofline floor" in items[0] and said in items[0]
+
+
+def test_a_candidate_first_seen_by_profile_kernel_joins_the_callers_lineage(ws):
+    """profile_kernel(candidate=source) registers the candidate in the caller's session, not the default one."""
+    from stitch_mcp.profiling.kernel import _resolve
+
+    task = ws.add_task(RELU_REF)
+    first = ws.add_candidate(task.task_id, NAIVE, session="client")
+    _, cand = _resolve(IMPROVED, None, None, task.task_id, session="client")
+    assert cand.parent_id == first.candidate_id
+    assert ws.lineage(task.task_id, "client") == [first.candidate_id, cand.candidate_id]
+    assert ws.lineage(task.task_id) == []  # the default ("local") session saw nothing

@@ -32,7 +32,7 @@ def custom_kernel_names(source: str) -> list[str]:
     return global_kernel_names(source)
 
 
-def _resolve(candidate, candidate_id, reference, task_id):
+def _resolve(candidate, candidate_id, reference, task_id, session=None):
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
 
@@ -45,12 +45,12 @@ def _resolve(candidate, candidate_id, reference, task_id):
         raise UserError("candidate: give `candidate` (path or source) or `candidate_id`")
     if task is None:
         raise UserError("reference: a new candidate needs `reference` or `task_id` (its inputs come from the task)")
-    return task, resolve_candidate(candidate, candidate_id, task)
+    return task, resolve_candidate(candidate, candidate_id, task, session=session)
 
 
 def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = None, reference: str | None = None,
                    task_id: str | None = None, kernel_filter: str | None = None, launch_skip: int = 0,
-                   launch_count: int = 5, sections: str = "quick",
+                   launch_count: int = 5, sections: str = "quick", session: str | None = None,
                    progress: Progress | None = None) -> KernelProfile:
     from stitch_mcp.store import get_workspace
 
@@ -59,7 +59,7 @@ def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = N
     if launch_skip < 0 or not 1 <= launch_count <= 50:
         raise UserError("launch_skip must be >= 0 and launch_count 1..50")
     filt = N.kernel_filter_arg(kernel_filter)
-    task, cand = _resolve(candidate, candidate_id, reference, task_id)
+    task, cand = _resolve(candidate, candidate_id, reference, task_id, session)
     ncu = N.find_ncu()
     if ncu is None:
         raise UserError(N.which_ncu_missing_message())
