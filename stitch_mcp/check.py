@@ -135,6 +135,7 @@ def _static_problems(source: str) -> tuple[str, str, int | None] | None:
 def compile_and_check(*, candidate: str, reference: str | None = None, task_id: str | None = None,
                       trials: int | None = None, atol: float | None = None, rtol: float | None = None,
                       timing: bool = True, compare_compile: bool | None = None,
+                      parent_candidate_id: str | None = None, session: str | None = None,
                       progress: Progress | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
     from stitch_mcp.build_room import build_in_room
@@ -146,7 +147,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     t_start = time.monotonic()
     settings = get_settings()
     task = resolve_task(reference, task_id)
-    cand = resolve_candidate(candidate, None, task)
+    cand = resolve_candidate(candidate, None, task, parent_id=parent_candidate_id, session=session)
     ws = get_workspace()
     trials = trials or settings.trials
     compare_compile = settings.compare_compile if compare_compile is None else compare_compile
@@ -159,8 +160,8 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     cuda_possible = _cuda_possible()
     env: dict[str, str] = {}  # the judge builds nothing: each room has its own extensions folder
     if settings.executor == "ray":
-        return _check_on_ray(report, task, cand, ws, t_start, progress, trials=trials, atol=atol, rtol=rtol,
-                             timing=timing, compare_compile=compare_compile)
+        return _check_on_ray(report, task, cand, ws, t_start, progress, session, trials=trials, atol=atol,
+                             rtol=rtol, timing=timing, compare_compile=compare_compile)
     workroot = Path(tempfile.mkdtemp(prefix=f"check-{cand.candidate_id}-", dir=_work_parent(settings)))
 
     try:
@@ -173,7 +174,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                 report.build.diagnostics = [Diagnostic(message=message, file="candidate.py", line=line,
                                                        candidate_line=line,
                                                        source_line=_line(cand.source, line))]
-            return _finish(report, ws, t_start)
+            return _finish(report, ws, t_start, session)
 
         # ------------------------------------------------------------ build
         manifest = cached_manifest(candidate_scope(build_root, cand.source), cand.source)
@@ -199,14 +200,14 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             if not res.ok or (res.result or {}).get("error"):
                 _error_from(report, res, stage="build", source=cand.source)
                 report.output = _trim(res.output)
-                return _finish(report, ws, t_start)
+                return _finish(report, ws, t_start, session)
             needs_gpu = (res.result or {}).get("needs_gpu", "")
             progress.update(1, 3, "built")
         if needs_gpu:
             report.verdict, report.error_kind = "error", "needs_gpu"
             report.reasons = [f"needs a GPU to run: {needs_gpu}. Run the check on a machine "
                               "with a CUDA device (correctness and timing were not measured)"]
-            return _finish(report, ws, t_start)
+            return _finish(report, ws, t_start, session)
 
         # ------------------------------------------------------------ run
         if early_baselines is not None:
@@ -249,7 +250,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             _store_baselines(ws, task.task_id, out, settings.timing_iters)
             _verdict(report)
         progress.update(3, 3, "done")
-        return _finish(report, ws, t_start)
+        return _finish(report, ws, t_start, session)
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
 
@@ -442,7 +443,8 @@ def _summary(report: CheckReport) -> str:
     return "\n".join(lines)
 
 
-def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress: Progress, **options) -> CheckReport:
+def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress: Progress, session: str | None,
+                  **options) -> CheckReport:
     """The same check as a one-GPU Ray task on whichever node Ray picks; stored here."""
     from stitch_mcp.executor import run_remote
 
@@ -454,17 +456,17 @@ def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress:
     remote = CheckReport.model_validate(out["result"])
     remote.route = None
     remote.notes.append(f"ran on Ray node {out['node_id'][:12]}, GPU ids {out['gpu_ids'] or 'none'}")
-    return _finish(remote, ws, t_start)
+    return _finish(remote, ws, t_start, session)
 
 
-def _finish(report: CheckReport, ws, t_start: float) -> CheckReport:
+def _finish(report: CheckReport, ws, t_start: float, session: str | None = None) -> CheckReport:
     from stitch_mcp.loop import route_after
 
     report.stage_seconds["total"] = round(time.monotonic() - t_start, 3)
     report.summary = _summary(report)
     ws.add_report("check", report, task_id=report.task_id, candidate_id=report.candidate_id)
     try:
-        report.route = route_after(report.task_id, report.candidate_id)
+        report.route = route_after(report.task_id, report.candidate_id, session=session)
     except Exception:  # routing must not lose the verdict
         log.exception("route_after failed")
     return report

@@ -68,6 +68,8 @@ def _tool_commands(sub, hidden) -> None:
     p.add_argument("reference", help="KernelBench reference program (.py path)")
     p.add_argument("candidate", help="candidate program defining ModelNew (.py path)")
     p.add_argument("--no-timing", action="store_true", help="skip timing against eager and torch.compile")
+    p.add_argument("--parent", default=None, help="candidate id this one was written from (default: the last "
+                                                  "candidate of the session, --session / STITCH_SESSION)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("rubric", parents=[hidden], help="rubric_score: grade a candidate, catch reward hacks",
@@ -75,6 +77,8 @@ def _tool_commands(sub, hidden) -> None:
     p.add_argument("reference", help="KernelBench reference program (.py path)")
     p.add_argument("candidate", help="candidate program defining ModelNew (.py path)")
     p.add_argument("--feedback", action="append", help="a feedback item the candidate should address (repeatable)")
+    p.add_argument("--parent", default=None, help="candidate id this one was written from (its saved feedback "
+                                                  "is what skill compliance grades)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("search", parents=[hidden], help="search_cuda_docs: search the offline CUDA documentation",
@@ -164,12 +168,12 @@ def _run_tool(args: argparse.Namespace) -> Any:
         from stitch_mcp.check import compile_and_check
 
         return compile_and_check(reference=args.reference, candidate=args.candidate, timing=not args.no_timing,
-                                 progress=progress)
+                                 parent_candidate_id=args.parent, progress=progress)
     if args.command == "rubric":
         from stitch_mcp.score import rubric_score
 
         return rubric_score(reference=args.reference, candidate=args.candidate, feedback=args.feedback,
-                            progress=progress)
+                            parent_candidate_id=args.parent, progress=progress)
     if args.command == "search":
         from stitch_mcp.search import search_cuda_docs
 

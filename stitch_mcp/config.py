@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     bwrap: str = Field("", description="path of the bubblewrap binary; empty: bwrap on PATH")
     docs_index_warmup: bool = Field(True, description="serve: build the documentation index in the background "
                                     "at start, so the first search_cuda_docs does not wait for it")
+    session: str = Field("", description="the history this run belongs to (each candidate's parent, feedback and "
+                                         "routing decisions are kept per session); empty: the MCP server gives each "
+                                         "client connection its own, the CLI uses 'local'")
 
     @property
     def db_path(self) -> Path:

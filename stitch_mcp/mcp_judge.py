@@ -14,6 +14,7 @@ from mcp.types import SamplingMessage, TextContent
 
 from stitch_mcp.errors import UserError
 from stitch_mcp.mcp_roots import ClientRoots, use_client_roots
+from stitch_mcp.mcp_session import session_of
 
 
 def judge_request(ctx: Context, judge: str = "none", candidate: str | None = None, candidate_id: str | None = None,
@@ -31,7 +32,7 @@ def judge_request(ctx: Context, judge: str = "none", candidate: str | None = Non
     if caps is None or getattr(caps, "sampling", None) is None:
         return "the client does not support MCP sampling"
     try:
-        prompt = judge_prompt_for(candidate, candidate_id, reference, task_id, feedback)
+        prompt = judge_prompt_for(candidate, candidate_id, reference, task_id, feedback, session=session_of(ctx))
     except (UserError, OSError) as exc:
         return f"no second opinion: {exc}"
     return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],

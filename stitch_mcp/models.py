@@ -124,6 +124,9 @@ class TimingReport(BaseModel):
     floor_ms: float | None = Field(None, description="bytes the task must move / memory bandwidth")
     floor_bytes: int | None = None
     floor_fraction: float | None = Field(None, description="floor_ms / candidate median (1.0 = at the limit)")
+    floor_bound: Literal["memory", "compute"] | None = Field(
+        None, description="which side of the roofline sets floor_ms (stitch_mcp.ceilings.roofline_floor)")
+    floor_note: str = Field("", description="how floor_ms was computed, each ceiling labelled measured/datasheet")
     baselines_cached: bool = False
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
@@ -176,6 +179,7 @@ class OpRow(BaseModel):
     bytes: float | None = None
     intensity: float | None = None
     floor_ms: float | None = None
+    dtype: str | None = Field(None, description="dtype of the op's output (its math mode for the floor)")
 
 
 class KernelRow(BaseModel):

@@ -442,6 +442,10 @@ def _efficiency(check: dict | None, kprof: dict | None) -> float | None:
 KNOWN_TAGS = set(an.TECHNIQUE_LABELS) | {key for key, _ in KEYWORDS}
 
 
+# "(cuBLAS/cuDNN calls are fine)", "(a plan cache is legitimate)": what an item permits is not what it asks for
+_PERMITTED = re.compile(r"\([^()]*\b(fine|legitimate|allowed|ok(ay)?)\b[^()]*\)", re.I)
+
+
 def _keys_of(text: str) -> set[str]:
     """What a feedback item asks for: its [tag] when the analysis knows it, else keywords in its text."""
     m = re.match(r"\s*\[([\w:.-]+)\]\s*", text)
@@ -450,7 +454,7 @@ def _keys_of(text: str) -> set[str]:
         if tag in KNOWN_TAGS:
             return {tag}
         text = text[m.end():]
-    low = text.lower()
+    low = _PERMITTED.sub(" ", text.lower())
     return {key for key, pat in KEYWORDS if re.search(pat, low)}
 
 
@@ -466,34 +470,63 @@ def _changed_lines(old: str, new: str) -> tuple[set[int], list[str]]:
     return changed, removed
 
 
+def _quote(line: int | None, text: str, file: str = an.PY, whose: str = "") -> str:
+    """'line 12: `x = ...`' (or 'kernel.cu line 4: ...'), the evidence a reason names."""
+    where = f"{whose}{'' if file == an.PY else file + ' '}line {line}" if line else (whose + file).strip()
+    text = " ".join((text or "").split())[:90]
+    return f"{where}: `{text}`" if text else where
+
+
+@dataclass
+class _Sides:
+    """The candidate and its parent as the skill-compliance check compares them."""
+
+    now: an.Analysis
+    before: an.Analysis
+    now_keys: set[str]
+    before_keys: set[str]
+    now_fb: set[str]
+    before_fb: set[str]
+    changed: set[int]
+    removed: list[str]
+    lines: list[str]
+    parent_id: str
+
+
+def _fallback_findings(a: an.Analysis) -> list[Finding]:
+    return [f for f in a.findings if f.code in FALLBACK_CODES and f.confidence != "possible"]
+
+
 def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feedback: list[str],
                      a: an.Analysis, shares: list[tuple[str, float]], covered: list[str],
                      ref_source: str) -> Dimension:
     findings: list[Finding] = []
     if not feedback:
+        why = (f"no feedback stored with save_feedback on its parent {cand.parent_id} in this session"
+               if cand.parent_id else "no parent in this session (a first candidate)")
         findings.append(Finding(code="no_feedback", severity="info", confidence="certain",
-                                message="no Verifier feedback to follow (first candidate, or none stored)"))
+                                message=f"no Verifier feedback to follow: {why}"))
         return Dimension(score=1.0, weight=WEIGHTS["skill_compliance"], findings=findings)
     before = an.analyze_candidate(parent.source, ref_source, shares) if parent else an.Analysis(parsed=False)
     changed, removed = _changed_lines(parent.source if parent else "", cand.source)
-    lines = cand.source.splitlines()
     now_keys, before_keys = a.technique_keys(), before.technique_keys()
     target = target_of(a)
     if _fused(a, covered, target):
         now_keys.add(FUSION_KEY[target])
     if a.libraries:
         now_keys |= {k for k in LIBRARY_TECHNIQUES if k in now_keys}
-    now_fb = {f.code for f in a.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
-    before_fb = {f.code for f in before.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
+    sides = _Sides(now=a, before=before, now_keys=now_keys, before_keys=before_keys,
+                   now_fb={f.code for f in _fallback_findings(a)},
+                   before_fb={f.code for f in _fallback_findings(before)},
+                   changed=changed, removed=removed, lines=cand.source.splitlines(),
+                   parent_id=parent.candidate_id if parent else "none")
     ref_ops = {op for op, _ in shares}
     total = 0.0
     for item in feedback:
-        keys = _keys_of(item)
-        negative = bool(NEGATIVE.search(item))
-        status, why, line = _judge_item(item, keys, negative, a, before, now_keys, before_keys, now_fb, before_fb,
-                                        changed, removed, lines, ref_ops, covered)
+        status, why, line = _judge_item(item, sides, ref_ops, covered)
         total += {"done": 1.0, "unclear": 0.5}.get(status, 0.0)
         sev = {"done": "info", "unclear": "info", "not_done": "warning", "contradicted": "error"}[status]
+        lines = sides.lines
         findings.append(Finding(code=f"feedback_{status}", severity=sev,
                                 confidence="probable" if status != "unclear" else "possible",
                                 message=f"{item[:160]} -> {status.replace('_', ' ')}: {why}",
@@ -501,96 +534,150 @@ def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feed
     return Dimension(score=total / len(feedback), weight=WEIGHTS["skill_compliance"], findings=findings)
 
 
-def _judge_item(item, keys, negative, a, before, now_keys, before_keys, now_fb, before_fb, changed, removed,
-                lines, ref_ops, covered) -> tuple[str, str, int | None]:
-    first_changed = min(changed) if changed else None
+def _technique_at(a: an.Analysis, keys: set[str]) -> an.Technique | None:
+    return next((t for t in a.techniques if t.key in keys), None)
+
+
+def _judge_item(item: str, s: _Sides, ref_ops: set[str], covered: list[str]) -> tuple[str, str, int | None]:
+    """(status, reason naming its evidence, candidate line) for one feedback item."""
+    if not s.changed and not s.removed:
+        return "not_done", f"the source is identical to its parent {s.parent_id}", None
     low = item.lower()
-    if not changed and not removed:
-        return "not_done", "the candidate is unchanged from its parent", None
+    keys = _keys_of(item)
     # coverage items: "[coverage:relu] implement relu in custom code"
     m = re.match(r"\s*\[coverage:([\w]+)\]", item)
     cov_op = m.group(1) if m else next((op for op in ref_ops if re.search(rf"\b{re.escape(op)}\b", low) and
                                         re.search(r"implement|custom|cover|kernel", low) and not keys - {
                                             "no_fallback"}), None)
     if cov_op:
-        if cov_op in covered:
-            return "done", f"`{cov_op}` is now computed by custom code", first_changed
-        return "not_done", f"`{cov_op}` still runs as PyTorch", None
+        return _judge_coverage(cov_op, s, covered)
     tag = re.match(r"\s*\[([\w.-]+)\]", item)
     code = tag.group(1) if tag else None
-    if code and code not in KNOWN_TAGS and any(f.code == code for f in before.findings):
-        if any(f.code == code for f in a.findings):
-            return "not_done", f"`{code}` is still found", None
-        return "done", f"`{code}` is gone", first_changed
+    if code and code not in KNOWN_TAGS and any(f.code == code for f in s.before.findings):
+        still = next((f for f in s.now.findings if f.code == code), None)
+        if still is not None:
+            ev = still.evidence[0] if still.evidence else None
+            return "not_done", f"`{code}` is still found at " + (_quote(ev.line, ev.text, ev.file) if ev else
+                                                                  "the same place"), ev.line if ev else None
+        was = next(f for f in s.before.findings if f.code == code)
+        ev = was.evidence[0] if was.evidence else None
+        return "done", f"`{code}` is gone" + (f" (it was at {_quote(ev.line, ev.text, ev.file, 'parent ')})"
+                                              if ev else ""), min(s.changed) if s.changed else None
     if "no_fallback" in keys or (keys & FALLBACK_CODES):
-        if not now_fb:
-            return "done", "no PyTorch fallback remains", first_changed
-        if now_fb - before_fb:
-            return "contradicted", f"a new fallback appeared ({', '.join(sorted(now_fb - before_fb))})", None
-        return "not_done", f"still a fallback ({', '.join(sorted(now_fb))})", None
+        return _judge_fallback(s)
     if "current_stream" in keys:
-        if any(f.code == "unjoined_stream" for f in a.findings):
-            return "contradicted", "work runs on a private stream that is never joined", None
-        if "current_stream" in now_keys:
-            t = next(t for t in a.techniques if t.key == "current_stream")
-            return "done", "launches on PyTorch's current stream", t.line
-        return "not_done", "no launch on getCurrentCUDAStream()", None
+        bad = next((f for f in s.now.findings if f.code == "unjoined_stream"), None)
+        if bad is not None:
+            ev = bad.evidence[0] if bad.evidence else None
+            return "contradicted", "work runs on a private stream that is never joined" + (
+                f" ({_quote(ev.line, ev.text, ev.file)})" if ev else ""), ev.line if ev else None
+        t = _technique_at(s.now, {"current_stream"})
+        if t is not None:
+            return "done", f"launches on PyTorch's current stream ({_quote(t.line, t.text, t.file)})", t.line
+        return "not_done", "no launch on getCurrentCUDAStream() anywhere in the candidate", None
     if "launch_config" in keys and not (keys - {"launch_config"}):
-        touched = [n for n in changed if re.search(r"<<<|threads|block|__launch_bounds__|grid", lines[n - 1],
-                                                   re.I)]
+        touched = [n for n in sorted(s.changed) if re.search(r"<<<|threads|block|__launch_bounds__|grid",
+                                                             s.lines[n - 1], re.I)]
         if touched:
-            return "done", "the launch configuration changed", touched[0]
-        return "not_done", "the launch configuration is unchanged", None
+            return "done", f"the launch configuration changed ({_quote(touched[0], s.lines[touched[0] - 1])})", \
+                touched[0]
+        return "not_done", "no changed line touches a launch (<<<...>>>, block, grid or __launch_bounds__)", None
     tech = keys - {"no_fallback", "launch_config", "current_stream"}
     if tech:
-        if negative:
-            present = tech & now_keys
-            if not present:
-                return "done", f"{', '.join(sorted(tech))} removed", first_changed
-            if present - before_keys:
-                return "contradicted", f"{', '.join(sorted(present - before_keys))} added although asked to remove", \
-                    None
-            return "not_done", f"{', '.join(sorted(present))} still present", None
-        present = tech & now_keys
-        if present:
-            t = next((t for t in a.techniques if t.key in present), None)
-            new = present - before_keys
-            return "done", (f"now uses {', '.join(sorted(new))}" if new else
-                            f"uses {', '.join(sorted(present))}"), t.line if t else first_changed
-        lost = tech & before_keys
-        if lost:
-            return "contradicted", f"{', '.join(sorted(lost))} was there before and is gone", None
-        return "not_done", f"no {', '.join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(tech))} in the code", None
-    # free text: does the diff touch what it names?
+        return _judge_technique(tech, bool(NEGATIVE.search(item)), s)
+    return _judge_free_text(item, low, s)
+
+
+def _judge_coverage(op: str, s: _Sides, covered: list[str]) -> tuple[str, str, int | None]:
+    if op in covered:
+        call = next((c for c in s.now.custom_calls), None)
+        via = f" (forward calls {_quote(call.line, call.text or call.call, call.file)})" if call else ""
+        return "done", f"`{op}` is now computed by custom code{via}", call.line if call else None
+    use = next((o for o in s.now.torch_ops + s.now.aten_ops if o.op == op), None)
+    return "not_done", f"`{op}` still runs as PyTorch" + (
+        f" at {_quote(use.line, use.text or use.call, use.file)}" if use else ""), use.line if use else None
+
+
+def _judge_fallback(s: _Sides) -> tuple[str, str, int | None]:
+    now = _fallback_findings(s.now)
+    if not now:
+        gone = _fallback_findings(s.before)
+        was = gone[0].evidence[0] if gone and gone[0].evidence else None
+        call = next((c for c in s.now.custom_calls), None)
+        bits = [f"the parent's `{gone[0].code}` at {_quote(was.line, was.text, was.file, 'parent ')} is gone"
+                if was else "no PyTorch fallback finding remains"]
+        if call is not None:
+            bits.append(f"forward calls {_quote(call.line, call.text or call.call, call.file)}")
+        return "done", "; ".join(bits), call.line if call else (min(s.changed) if s.changed else None)
+    f = now[0]
+    ev = f.evidence[0] if f.evidence else None
+    where = f" at {_quote(ev.line, ev.text, ev.file)}" if ev else ""
+    if f.code not in s.before_fb:
+        return "contradicted", f"a new fallback appeared: `{f.code}`{where}", ev.line if ev else None
+    return "not_done", f"still a fallback: `{f.code}`{where}", ev.line if ev else None
+
+
+def _judge_technique(tech: set[str], negative: bool, s: _Sides) -> tuple[str, str, int | None]:
+    labels = ", ".join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(tech))
+    present = tech & s.now_keys
+    if negative:
+        if not present:
+            t = _technique_at(s.before, tech)
+            was = f" (the parent had it at {_quote(t.line, t.text, t.file, 'parent ')})" if t else ""
+            return "done", f"no {labels} left{was}", min(s.changed) if s.changed else None
+        t = _technique_at(s.now, present)
+        where = _quote(t.line, t.text, t.file) if t else "the candidate"
+        if present - s.before_keys:
+            return "contradicted", f"added although asked to remove, at {where}", t.line if t else None
+        return "not_done", f"still present at {where}", t.line if t else None
+    if present:
+        t = _technique_at(s.now, present)
+        new = present - s.before_keys
+        what = "now uses" if new else "uses"
+        return "done", f"{what} {', '.join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(present))}" + (
+            f" at {_quote(t.line, t.text, t.file)}" if t else ""), t.line if t else None
+    lost = tech & s.before_keys
+    if lost:
+        t = _technique_at(s.before, lost)
+        return "contradicted", f"the parent had it at {_quote(t.line, t.text, t.file, 'parent ')} and it is gone" \
+            if t else f"{labels}: the parent had it and it is gone", None
+    return "not_done", f"no {labels} anywhere in the candidate's code", None
+
+
+def _judge_free_text(item: str, low: str, s: _Sides) -> tuple[str, str, int | None]:
     idents = {w for w in re.findall(r"`([^`]+)`|\b([A-Za-z_]\w*[_A-Z]\w*)\b", item) for w in w if w}
-    touched = [n for n in sorted(changed) if any(i in lines[n - 1] for i in idents)]
+    touched = [n for n in sorted(s.changed) if any(i in s.lines[n - 1] for i in idents)]
     if touched:
-        return "done", "the change touches what the item names", touched[0]
+        return "done", f"a changed line names what the item names ({_quote(touched[0], s.lines[touched[0] - 1])})", \
+            touched[0]
     m = re.search(r"\blines? (\d+)", low)
-    if m and any(abs(n - int(m.group(1))) <= 3 for n in changed):
-        return "done", "the lines it points at changed", int(m.group(1))
-    return "unclear", "the item names no technique the analysis can check", first_changed
+    if m:
+        near = [n for n in sorted(s.changed) if abs(n - int(m.group(1))) <= 3]
+        if near:
+            return "done", f"the lines it points at changed ({_quote(near[0], s.lines[near[0] - 1])})", near[0]
+    return "unclear", "the item names no technique, finding or line the analysis can check", \
+        min(s.changed) if s.changed else None
 
 
 # ---------------------------------------------------------------------------- the rubric
 
 
-def default_feedback(cand: CandidateRecord) -> list[str]:
-    """The feedback the candidate was meant to address: saved feedback on its parent, else the
-    feedback of the parent's latest routing decision."""
+def default_feedback(cand: CandidateRecord, session: str | None = None) -> list[str]:
+    """The feedback the candidate was meant to address: what the Verifier stored with save_feedback on
+    its parent in this session. Never a routing decision's text (it changes each time the parent is
+    routed again) and never another session's feedback."""
     if not cand.parent_id:
         return []
-    from stitch_mcp.store import get_workspace
+    from stitch_mcp.store import get_workspace, session_name
 
     ws = get_workspace()
-    saved = ws.latest_report("feedback", candidate_id=cand.parent_id)
-    if saved and saved.get("items"):
-        return list(saved["items"])
-    routes = [r for cid, r in ws.routes(cand.task_id) if cid == cand.parent_id]
-    return list(routes[-1].feedback) if routes else []
+    home = ws.home_session(cand.candidate_id, session_name(session))
+    saved = ws.latest_report("feedback", candidate_id=cand.parent_id, session=home)
+    return list(saved["items"]) if saved and saved.get("items") else []
 
 
-def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None = None) -> RubricReport:
+def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None = None,
+           session: str | None = None) -> RubricReport:
     """The deterministic rubric of a stored candidate from its source and its stored reports."""
     from stitch_mcp.store import get_workspace
 
@@ -611,10 +698,10 @@ def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None =
     parent = None
     if cand.parent_id:
         try:
-            parent = ws.candidate(cand.parent_id)
+            parent = ws.candidate(cand.parent_id, session)
         except UserError:
             parent = None
-    items = feedback if feedback is not None else default_feedback(cand)
+    items = feedback if feedback is not None else default_feedback(cand, session)
     skill = skill_compliance(cand, parent, items, a, shares, covered, task.source)
     dims = RubricDimensions(anti_hacking=anti, cuda_engineering=eng, operator_coverage=cov, skill_compliance=skill)
     verdict = verdict_of(anti)
@@ -702,25 +789,28 @@ def summarize(r: RubricReport) -> str:
 
 def rubric_score(*, candidate: str | None = None, candidate_id: str | None = None, reference: str | None = None,
                  task_id: str | None = None, feedback: list[str] | None = None, judge: str = "none",
+                 parent_candidate_id: str | None = None, session: str | None = None,
                  progress: Progress | None = None) -> RubricReport:
-    """Score a candidate, store the rubric and the routing decision it leads to."""
+    """Score a candidate, store the rubric and the routing decision it leads to.
+
+    parent_candidate_id: the candidate this one was written from (default: the one this session
+    submitted last on the task); its stored feedback is what skill compliance grades."""
     from stitch_mcp.loop import route_after
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
 
     ws = get_workspace()
     if candidate_id and not candidate and not reference and not task_id:
-        cand = ws.candidate(candidate_id)
-        task = ws.task(cand.task_id)
+        task = ws.task(ws.candidate(candidate_id).task_id)
     else:
         task = resolve_task(reference, task_id)
-        cand = resolve_candidate(candidate, candidate_id, task)
+    cand = resolve_candidate(candidate, candidate_id, task, parent_id=parent_candidate_id, session=session)
     if progress is not None:
         progress.update(1, 3, "static analysis")
-    report = assess(task, cand, feedback)
+    report = assess(task, cand, feedback, session=session)
     if progress is not None:
         progress.update(2, 3, "routing")
-    report.route = route_after(task.task_id, cand.candidate_id, rubric=report)
+    report.route = route_after(task.task_id, cand.candidate_id, rubric=report, session=session)
     if judge != "none":
         report.judge = "client judge is requested through the MCP tool (judge='client')"
     report.summary = summarize(report)
@@ -802,7 +892,7 @@ def merge_judgement(report: RubricReport, answer: dict) -> RubricReport:
 
 
 def judge_prompt_for(candidate: str | None, candidate_id: str | None, reference: str | None,
-                     task_id: str | None, feedback: list[str] | None) -> str:
+                     task_id: str | None, feedback: list[str] | None, session: str | None = None) -> str:
     """The prompt asking a model for a second opinion on a candidate (sent by the MCP layer through
     sampling, with JUDGE_SYSTEM). Raises UserError when the candidate or task cannot be found."""
     from stitch_mcp.sources import load_program, resolve_task
@@ -810,18 +900,18 @@ def judge_prompt_for(candidate: str | None, candidate_id: str | None, reference:
 
     ws = get_workspace()
     if candidate_id and not candidate:
-        cand = ws.candidate(candidate_id)
+        cand = ws.candidate(candidate_id, session)
         task = ws.task(cand.task_id)
     else:
         source = load_program(candidate, "candidate").source if candidate else ""
         task = resolve_task(reference, task_id)
         cid = content_id("c", task.task_id, source)
         try:
-            cand = ws.candidate(cid)
+            cand = ws.candidate(cid, session)
         except UserError:
             cand = CandidateRecord(candidate_id=cid, task_id=task.task_id, source=source,
                                    source_hash="", created_at=0.0)
-    report = assess(task, cand, feedback)
+    report = assess(task, cand, feedback, session=session)
     return judge_prompt(task, cand, report)
 
 

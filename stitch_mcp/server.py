@@ -14,6 +14,8 @@ save_plan, save_feedback -> stitch_mcp.loop.save_plan / save_feedback
 from __future__ import annotations
 
 import base64
+import functools
+import uuid
 import inspect
 import json
 import logging
@@ -44,6 +46,7 @@ from stitch_mcp.config import get_settings
 from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Job, JobRunner, Progress
 from stitch_mcp.mcp_judge import judge_request, sampled_text
+from stitch_mcp.mcp_session import session_of
 from stitch_mcp.mcp_log import client_log
 from stitch_mcp.mcp_roots import ClientRoots, use_client_roots
 from stitch_mcp.models import (
@@ -78,6 +81,9 @@ TaskId = Annotated[str | None, Field(description="task id returned by an earlier
 Candidate = Annotated[str | None, Field(
     description="candidate program defining ModelNew: a path to a .py file or its source text")]
 CandidateId = Annotated[str | None, Field(description="candidate id returned by compile_and_check")]
+ParentId = Annotated[str | None, Field(
+    description="the candidate this one was written from (default: the one this client submitted last on the "
+                "task); skill compliance grades the feedback saved on it")]
 MaxWait = Annotated[float, Field(
     ge=0, le=3600, description="seconds to wait for the result before answering status='running' with a "
                                "job_id (a client that exits after one call should wait for the whole result)")]
@@ -131,6 +137,7 @@ class _StitchMCPServer(MCPServer):
                          version=__version__)
         self.runner = JobRunner()
         self.default_wait_s = default_wait_s  # max_wait_s when the caller gives none
+        self.stitch_session = f"mcp-{uuid.uuid4().hex[:12]}"  # this server's history (store.py: sessions)
 
     async def call_tool(self, name, arguments, context=None):
         try:
@@ -272,6 +279,7 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         timing: Annotated[bool, Field(description="time the candidate against eager and torch.compile")] = True,
         compare_compile: Annotated[bool | None, Field(
             description="also time torch.compile (default from settings)")] = None,
+        parent_candidate_id: ParentId = None,
         max_wait_s: MaxWait = mcp.default_wait_s,
         roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, CheckReport]:
@@ -282,7 +290,8 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
 
         use_client_roots(roots)
         args = dict(candidate=candidate, reference=reference, task_id=task_id, trials=trials, atol=atol,
-                    rtol=rtol, timing=timing, compare_compile=compare_compile)
+                    rtol=rtol, timing=timing, compare_compile=compare_compile,
+                    parent_candidate_id=parent_candidate_id, session=session_of(ctx))
         return await mcp.run_job(ctx, "compile_and_check", CheckReport, args, run, max_wait_s)
 
 
@@ -312,7 +321,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         use_client_roots(roots)
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,
                     kernel_filter=kernel_filter, launch_skip=launch_skip, launch_count=launch_count,
-                    sections=sections)
+                    sections=sections, session=session_of(ctx))
         return await mcp.run_job(ctx, "profile_kernel", KernelProfile, args, run, max_wait_s)
 
     @mcp.tool(title="Score a candidate on the rubric", annotations=RECORDING)
@@ -324,9 +333,10 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         task_id: TaskId = None,
         feedback: Annotated[list[str] | None, Field(
             description="the Verifier feedback this candidate was meant to address "
-                        "(default: the stored feedback on the task's previous candidate)")] = None,
+                        "(default: the feedback saved with save_feedback on its parent)")] = None,
         judge: Annotated[Literal["none", "client"], Field(
             description="client: also ask the client's model (MCP sampling) for a second opinion")] = "none",
+        parent_candidate_id: ParentId = None,
         max_wait_s: MaxWait = mcp.default_wait_s,
         roots: ClientRoots = None,
         opinion: Annotated[Any, Resolve(judge_request)] = None,
@@ -339,7 +349,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
 
         use_client_roots(roots)
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,
-                    feedback=feedback, judge="none")
+                    feedback=feedback, judge="none", parent_candidate_id=parent_candidate_id, session=session_of(ctx))
         result = await mcp.run_job(ctx, "rubric_score", RubricReport, args, run, max_wait_s)
         if judge != "client" or not result.structured_content or result.structured_content.get("status") != "done":
             return result
@@ -370,6 +380,7 @@ def _add_record_tools(mcp: _StitchMCPServer) -> None:
 
     @mcp.tool(title="Save feedback on a candidate", annotations=RECORDING)
     def save_feedback(
+        ctx: Context,
         candidate_id: Annotated[str, Field(min_length=1, description="the candidate the feedback is about")],
         items: Annotated[list[str], Field(min_length=1, max_length=20, description=
                                           "ranked feedback items, each '[tag] what - where - why - how to check'")],
@@ -378,7 +389,7 @@ def _add_record_tools(mcp: _StitchMCPServer) -> None:
         from stitch_mcp.loop import save_feedback as run
 
         try:
-            return run(candidate_id, items)
+            return run(candidate_id, items, session=session_of(ctx))
         except UserError as exc:
             raise ToolError(str(exc)) from None
 
@@ -442,9 +453,9 @@ def _add_prompts(mcp: _StitchMCPServer) -> None:
         return rendered(prompt_text.render_planner, task_id)
 
     @mcp.prompt(title="Verify a candidate and route the next step")
-    def verifier(candidate_id: CandidateIdArg) -> str:
+    def verifier(candidate_id: CandidateIdArg, ctx: Context) -> str:
         """Review a checked candidate and decide the next step: fix, refine, replan or accept."""
-        return rendered(prompt_text.render_verifier, candidate_id)
+        return rendered(functools.partial(prompt_text.render_verifier, session=session_of(ctx)), candidate_id)
 
 
 def _found(fn: Callable[[], Any]) -> Any:

@@ -204,8 +204,10 @@ def resolve_task(reference: str | None, task_id: str | None):
     raise UserError("reference: give `reference` (path or source) or `task_id`")
 
 
-def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None):
-    """The candidate a call is about: stored from `candidate` under `task`, or looked up by id."""
+def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None, parent_id: str | None = None,
+                      session: str | None = None):
+    """The candidate a call is about: stored from `candidate` under `task` (in the session's lineage,
+    after `parent_id` or the session's last candidate), or looked up by id."""
     from stitch_mcp.store import get_workspace
 
     ws = get_workspace()
@@ -213,10 +215,14 @@ def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None
         if task is None:
             raise UserError("reference: a new candidate needs `reference` or `task_id` to be checked against")
         program = load_program(candidate, "candidate")
-        return ws.add_candidate(task.task_id, program.source, path=program.path)
+        return ws.add_candidate(task.task_id, program.source, path=program.path, parent_id=parent_id,
+                                session=session)
     if candidate_id:
-        record = ws.candidate(candidate_id)
+        record = ws.candidate(candidate_id, session)
         if task is not None and record.task_id != task.task_id:
             raise UserError(f"candidate_id: {candidate_id} belongs to task {record.task_id}, not {task.task_id}")
+        if parent_id is not None:  # naming the parent places a known candidate in this session's lineage
+            record = ws.add_candidate(record.task_id, record.source, path=record.path, parent_id=parent_id,
+                                      session=session)
         return record
     raise UserError("candidate: give `candidate` (path or source) or `candidate_id`")

@@ -135,18 +135,22 @@ def candidate_diff(cand) -> str:
     return f"What changed from the parent `{cand.parent_id}`:\n```diff\n{_clip(diff, MAX_DIFF)}\n```"
 
 
-def history_digest(task_id: str) -> str:
+def history_digest(task_id: str, session: str | None = None) -> str:
+    """The session's candidates on the task (every candidate when the session has none)."""
+    from stitch_mcp.store import session_name
+
     ws = get_workspace()
     routes: dict[str, str] = {}
-    for cid, r in ws.routes(task_id):
+    for cid, r in ws.routes(task_id, session_name(session)):
         routes[cid] = r.decision
+    mine = ws.lineage(task_id, session)
+    candidates = [ws.candidate(cid, session) for cid in mine] if mine else ws.candidates(task_id)
     rows = ["| # | candidate | parent | check | x eager | x compile | rubric | overall | route |",
             "|---|---|---|---|---|---|---|---|---|"]
-    cands = ws.candidates(task_id)
-    first = max(0, len(cands) - MAX_HISTORY_ROWS)
+    first = max(0, len(candidates) - MAX_HISTORY_ROWS)
     if first:
         rows.append(f"| ... | ({first} earlier candidates: stitch://tasks/{task_id}/history) | | | | | | | |")
-    for i, c in list(enumerate(cands, 1))[first:]:
+    for i, c in list(enumerate(candidates, 1))[first:]:
         check = _done(ws.latest_report("check", candidate_id=c.candidate_id)) or {}
         rubric = ws.latest_report("rubric", candidate_id=c.candidate_id) or {}
         rows.append(f"| {i} | {c.candidate_id} | {c.parent_id or '-'} | {check.get('verdict') or '-'} | "
@@ -199,20 +203,21 @@ PLANNER_WORDS = {
 }
 
 
-def render_verifier(candidate_id: str) -> str:
+def render_verifier(candidate_id: str, session: str | None = None) -> str:
     from stitch_mcp.loop import route_after
     from stitch_mcp.score import default_feedback
+    from stitch_mcp.store import session_name
 
     ws = get_workspace()
-    cand = ws.candidate(candidate_id)
+    cand = ws.candidate(candidate_id, session)
     task = ws.task(cand.task_id)
     check = _done(ws.latest_report("check", candidate_id=candidate_id))
     rubric = ws.latest_report("rubric", candidate_id=candidate_id)
-    routes = [r for cid, r in ws.routes(cand.task_id) if cid == candidate_id]
-    route = routes[-1] if routes else route_after(cand.task_id, candidate_id, store=False)
+    routes = [r for cid, r in ws.routes(cand.task_id, session_name(session)) if cid == candidate_id]
+    route = routes[-1] if routes else route_after(cand.task_id, candidate_id, store=False, session=session)
     route_text = f"**{route.decision}** - " + "; ".join(route.reasons) + "".join(
         f"\n{i}. {item}" for i, item in enumerate(route.feedback, 1))
-    feedback = default_feedback(cand)
+    feedback = default_feedback(cand, session)
     return _template("verifier").format(
         candidate_id=candidate_id, task_id=cand.task_id, parent_id=cand.parent_id or "none",
         plan=_clip(task.plan, 1500) if task.plan else "(no plan stored: use the planner prompt and save_plan)",
@@ -222,4 +227,4 @@ def render_verifier(candidate_id: str) -> str:
                              1200),
         rubric=_clip((rubric or {}).get("summary") or "(not scored yet: call rubric_score)", 1500),
         feedback="\n".join(f"- {f}" for f in feedback) or "(none: first candidate)",
-        history=history_digest(cand.task_id), route=route_text)
+        history=history_digest(cand.task_id, session), route=route_text)
