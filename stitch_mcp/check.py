@@ -139,6 +139,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                       progress: Progress | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
     from stitch_mcp.build_room import build_in_room
+    from stitch_mcp.ceilings import reference_flops
     from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
@@ -217,6 +218,9 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         spec = run_spec(task.source, cand.source, build_root, settings, trials=trials, timing=timing,
                         compare_compile=compare_compile, atol=atol, rtol=rtol, baselines=baselines,
                         limits=_limits(settings.run_timeout_s, cuda_possible))
+        # the roofline floor counts the reference's FLOPs where profile_reference measured them
+        spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference",
+                                                                              task_id=task.task_id))
         progress.update(1, 3, "running correctness, integrity and timing")
 
         def on_event(ev: dict) -> None:
@@ -316,6 +320,7 @@ def _fill_run(report: CheckReport, out: dict, source: str) -> None:
         tr = TimingReport(method=t.get("method", ""), device=out.get("device", ""), candidate=stats(t.get("candidate")),
                           eager=stats(t.get("eager")), compiled=stats(t.get("compiled")),
                           compile_note=t.get("compile_note", ""), floor_ms=t.get("floor_ms"),
+                          floor_bound=t.get("floor_bound"), floor_note=t.get("floor_note", ""),
                           eager_block_spread=t.get("eager_block_spread"),
                           candidate_block_spread=t.get("candidate_block_spread"),
                           floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")))
@@ -423,7 +428,7 @@ def _summary(report: CheckReport) -> str:
             elif t.compile_note:
                 parts.append(t.compile_note)
             if t.floor_fraction is not None:
-                parts.append(f"{t.floor_fraction:.0%} of the memory-bandwidth floor")
+                parts.append(f"{t.floor_fraction:.0%} of its {t.floor_bound or 'memory'}-bound roofline floor")
             lines.append("Timing: " + "; ".join(parts) + ".")
             if report.speedup_vs_eager is not None and report.speedup_vs_eager < 1:
                 lines.append("Next: it is slower than eager; profile it with profile_kernel.")

@@ -1,5 +1,5 @@
 """Tensor-level tools of the integrity checks: flattening and cloning outputs, bit-exact
-comparison, the poison that shows elements never written, fingerprints, the physical floor.
+comparison, the poison that shows elements never written, fingerprints.
 
 The judge (stitch_mcp.judge) uses them on its own copies; the candidate's room only poisons its
 free memory with them. Findings are plain dicts (code, message, severity, confidence); the server
@@ -159,40 +159,6 @@ def fingerprint(o) -> tuple | None:
     # in the tensor's own precision: a float64 sum would first copy all of it to float64
     total = float(torch.nansum(f)) if f.is_floating_point() else float(f.sum())
     return (n, total, tuple(sample.cpu().tolist()))
-
-
-# ------------------------------------------------------------------ physical floor
-
-# Peak memory bandwidth (bytes/s) by device name; measured copy bandwidth is below these.
-BANDWIDTH = [("H200", 4.8e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H20", 4.0e12), ("GH200", 4.0e12),
-             ("B200", 8.0e12), ("B100", 8.0e12), ("A100", 2.04e12), ("L40S", 0.864e12), ("L40", 0.864e12),
-             ("L4", 0.3e12), ("A10", 0.6e12), ("RTX 4090", 1.01e12), ("RTX 6000", 0.96e12), ("V100", 0.9e12),
-             ("T4", 0.32e12)]
-
-
-def peak_bandwidth(device: str) -> tuple[float | None, str]:
-    import torch
-
-    if not device.startswith("cuda"):
-        return None, ""
-    name = torch.cuda.get_device_name(torch.device(device))
-    for key, bw in BANDWIDTH:
-        if key in name:
-            return bw, f"{name}: peak {bw / 1e12:.2f} TB/s"
-    # Unknown GPU: measure a device-to-device copy and allow 30% above it.
-    n = 128 * 1024 * 1024
-    a = torch.empty(n, dtype=torch.uint8, device=device)
-    b = torch.empty_like(a)
-    b.copy_(a)
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(5):
-        b.copy_(a)
-    e.record()
-    torch.cuda.synchronize()
-    bw = 2 * n * 5 / (s.elapsed_time(e) / 1e3) * 1.3
-    return bw, f"{name}: measured copy bandwidth x1.3 = {bw / 1e12:.2f} TB/s"
 
 
 def tensor_bytes(values: list[Any]) -> int:

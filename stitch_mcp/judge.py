@@ -135,7 +135,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     reference.close()
     _judge_times(res, p, timed)
     _check_timed_outputs(res, p, timed)
-    _physical_floor(res, p, timed)
+    _physical_floor(res, p, timed, spec)
     _baselines(spec, res, p, stage, alone)
 
 
@@ -650,20 +650,24 @@ def _check_timed_outputs(res: dict[str, Any], p: Prepared, t: Timed) -> None:
             "for the inputs they were given (results cached across calls, or work deferred past the call)"))
 
 
-def _physical_floor(res: dict[str, Any], p: Prepared, t: Timed) -> None:
-    bw, note = integ.peak_bandwidth(p.device)
+def _physical_floor(res: dict[str, Any], p: Prepared, t: Timed, spec: dict[str, Any]) -> None:
+    """The roofline floor for the report (stitch_mcp.ceilings: bytes and, where profile_reference
+    counted them, the reference's FLOPs) and the bound below which a time is impossible."""
+    from stitch_mcp import ceilings
+
     nbytes = t.in_bytes + t.out_bytes
     res["timing"]["floor_bytes"] = nbytes
-    if not bw:
+    fields, lowest = ceilings.timing_floors(p.device, nbytes, spec.get("flops"), spec.get("flops_dtype"),
+                                            p.torch.backends.cuda.matmul.allow_tf32)
+    res["timing"].update(fields)
+    if lowest is None:
         return
-    floor = nbytes / bw * 1e3
-    res["timing"]["floor_ms"], res["timing"]["floor_note"] = floor, note
     res["checks_run"].append("physical_floor")
     measured = res["timing"]["candidate"]["median_ms"]
-    if measured < 0.9 * floor:
+    if measured < 0.9 * lowest.ms:
         res["findings"].append(integ.finding(
-            "below_physical_floor", f"measured {measured:.4f} ms, below the physical floor of {floor:.4f} ms "
-            f"({nbytes / 1e6:.1f} MB of inputs and outputs at {note}): impossible for honest work"))
+            "below_physical_floor", f"measured {measured:.4f} ms, below the physical floor of {lowest.ms:.4f} ms "
+            f"({lowest.note}): impossible for honest work"))
 
 
 def _baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alone: Lane) -> None:
