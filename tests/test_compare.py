@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from stitch_mcp import compare as compare_mod
 from stitch_mcp import correctness, integrity
 
 torch = pytest.importorskip("torch")
@@ -11,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(params=[1 << 26, 7], ids=["one-chunk", "7-element-chunks"])
 def chunk(request, monkeypatch):
-    monkeypatch.setattr(correctness, "CHUNK", request.param)
+    monkeypatch.setattr(compare_mod, "CHUNK", request.param)
 
 
 def test_identical_outputs_pass_with_no_error(chunk):
