@@ -408,6 +408,14 @@ def noise_text(n: NoiseReport) -> str:
 
 def failure_context(ref_model, inputs: list[Any], ref_out: Any, candidate_out: Any, atol: float,
                     rtol: float) -> dict[str, Any]:
-    """The fields a failed trial adds to its TrialResult: its real inputs and the noise context."""
-    noise = reference_noise(ref_model, inputs, ref_out, candidate_out, atol, rtol)
-    return {"input_summary": describe_inputs(inputs), "noise": noise.model_dump()}
+    """The fields a failed trial adds to its TrialResult: its real inputs and the noise context.
+    Never raises: the verdict does not depend on it."""
+    try:
+        noise = reference_noise(ref_model, inputs, ref_out, candidate_out, atol, rtol)
+    except Exception as exc:
+        noise = NoiseReport(skipped=f"measuring it failed: {type(exc).__name__}: {str(exc)[:200]}")
+    try:
+        described = describe_inputs(inputs)
+    except Exception as exc:
+        described = [f"inputs not described: {type(exc).__name__}: {str(exc)[:200]}"]
+    return {"input_summary": described, "noise": noise.model_dump()}

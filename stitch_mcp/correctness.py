@@ -34,6 +34,7 @@ from stitch_mcp.compare import (  # noqa: F401  (the comparison is the judge's: 
     _close_scalar,
     _unravel,
     compare,
+    failure_context,
     tolerances,
 )
 from stitch_mcp.compare import near_zero_exploit as _near_zero_exploit
@@ -367,6 +368,8 @@ def _run(spec: dict[str, Any], res: dict[str, Any], stage) -> None:
         if note:
             trial["problems"] = [note] + trial["problems"]
         trial["near_zero"] = _near_zero_exploit(out1, ref_out, atol)
+        if not trial["ok"]:  # failed trials only: the inputs it really used, the reference's own noise
+            trial.update(failure_context(ref_model, inputs, ref_out, out1 if not c1["ok"] else out2, atol, rtol))
         res["trials"].append(trial)
         fingerprints.append((integ.fingerprint(integ.flatten(ref_out)[0]), integ.fingerprint(flat1[0])))
         # free this trial's tensors before the next trial makes its inputs (multi-GB tasks)
