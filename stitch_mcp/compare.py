@@ -173,13 +173,13 @@ def _compare_float(o, r, atol: float, rtol: float, res: dict, prefix: list[int])
         res["inf_count"] += integ.count_true(torch.isinf(oc))
         same = (oc == rc) | (o_nan & r_nan)
         del o_nan, r_nan
-        diff = torch.nan_to_num((oc - rc).abs().masked_fill_(same, 0.0), nan=math.inf)
+        diff = torch.nan_to_num((oc - rc).abs().masked_fill_(same, 0.0), nan=math.inf, posinf=math.inf)
         ref_abs = rc.abs()
         # where the reference is inf or NaN only the same value matches (same), nothing else
         allowed = (ref_abs * rtol + atol).masked_fill_(~torch.isfinite(rc), 0.0)
         bad_c = (diff > allowed) & ~same
         res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
-        ratio = torch.nan_to_num(diff / allowed, nan=0.0)  # 0/0 (exact match, zero tolerance): 0
+        ratio = torch.nan_to_num(diff / allowed, nan=0.0, posinf=math.inf)  # 0/0 (exact match, zero tolerance): 0
         worst = int(ratio.argmax())
         if float(ratio[worst]) > res["max_tol_ratio"] or res["worst_index"] is None:
             res["max_tol_ratio"] = float(ratio[worst])
@@ -189,7 +189,7 @@ def _compare_float(o, r, atol: float, rtol: float, res: dict, prefix: list[int])
         del ratio, allowed
         if floor is None:
             floor = _mean_abs(rf) or max(atol, 1e-12)
-        rel = diff.div_(ref_abs.clamp_min_(floor)).nan_to_num_(nan=math.inf)
+        rel = diff.div_(ref_abs.clamp_min_(floor)).nan_to_num_(nan=math.inf, posinf=math.inf)
         res["max_rel_err"] = max(res["max_rel_err"], float(rel.max()))
         nb = integ.count_true(bad_c)
         if nb and first is None:
@@ -327,7 +327,7 @@ def _max_abs(a, b) -> float:
     a64, b64 = a.to(torch.complex128 if a.is_complex() else torch.float64), \
         b.to(torch.complex128 if b.is_complex() else torch.float64)
     same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
-    d = torch.nan_to_num((a64 - b64).abs().masked_fill_(same, 0.0), nan=math.inf)
+    d = torch.nan_to_num((a64 - b64).abs().masked_fill_(same, 0.0), nan=math.inf, posinf=math.inf)
     return float(d.max()) if d.numel() else 0.0
 
 
@@ -342,7 +342,8 @@ def reference_noise(ref_model, inputs: list[Any], ref_out: Any, candidate_out: A
     import torch
 
     refs = integ.flatten(ref_out)
-    floats = [i for i, r in enumerate(refs) if isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex())]
+    floats = [i for i, r in enumerate(refs)
+              if isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex())]
     if not floats:
         return NoiseReport(skipped="the reference's outputs are not floating point (compared exactly)")
     device = refs[floats[0]].device
@@ -381,7 +382,7 @@ def _tol_ratio(ref, ref64, atol: float, rtol: float) -> float:
 
     d = (ref.to(ref64.dtype) - ref64).abs()
     allowed = ref64.abs() * rtol + atol
-    r = torch.nan_to_num(d / allowed, nan=0.0)
+    r = torch.nan_to_num(d / allowed, nan=0.0, posinf=math.inf)
     return float(r.max()) if r.numel() else 0.0
 
 
