@@ -224,6 +224,9 @@ def create_server() -> MCPServer:
         trials: Annotated[int | None, Field(ge=1, le=100, description="correctness trials (default 5)")] = None,
         atol: Annotated[float | None, Field(gt=0, description="absolute tolerance (default by dtype)")] = None,
         rtol: Annotated[float | None, Field(gt=0, description="relative tolerance (default by dtype)")] = None,
+        tolerance: Annotated[Literal["strict", "kernelbench"] | None, Field(
+            description="tolerance preset: strict (float32 1e-4) or kernelbench (1e-2); default from settings; "
+                        "atol/rtol replace its values")] = None,
         timing: Annotated[bool, Field(description="time the candidate against eager and torch.compile")] = True,
         compare_compile: Annotated[bool | None, Field(
             description="also time torch.compile (default from settings)")] = None,
@@ -237,7 +240,7 @@ def create_server() -> MCPServer:
         if not candidate:
             raise ToolError("candidate: give the candidate program (path or source)")
         args = dict(candidate=candidate, reference=reference, task_id=task_id, trials=trials, atol=atol,
-                    rtol=rtol, timing=timing, compare_compile=compare_compile)
+                    rtol=rtol, timing=timing, compare_compile=compare_compile, tolerance=tolerance)
         return await state.run_job(ctx, "compile_and_check", CheckReport, args, run, max_wait_s)
 
     @mcp.tool(annotations=long_running)
