@@ -320,15 +320,35 @@ def _to_float64(value: Any) -> Any:
     return value
 
 
+def _chunks(a, b):
+    """Matching flat chunks of two same-shaped tensors (complex as pairs of reals), in float64."""
+    import torch
+
+    af = (torch.view_as_real(a) if a.is_complex() else a).reshape(-1)
+    bf = (torch.view_as_real(b) if b.is_complex() else b).reshape(-1)
+    for s0 in range(0, af.numel(), CHUNK):
+        yield af[s0:s0 + CHUNK].double(), bf[s0:s0 + CHUNK].double()
+
+
 def _max_abs(a, b) -> float:
     """max |a - b| over two same-shaped tensors, in float64; NaN where only one is NaN counts as inf."""
     import torch
 
-    a64, b64 = a.to(torch.complex128 if a.is_complex() else torch.float64), \
-        b.to(torch.complex128 if b.is_complex() else torch.float64)
-    same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
-    d = torch.nan_to_num((a64 - b64).abs().masked_fill_(same, 0.0), nan=math.inf, posinf=math.inf)
-    return float(d.max()) if d.numel() else 0.0
+    worst = 0.0
+    for ac, bc in _chunks(a, b):
+        same = (ac == bc) | (torch.isnan(ac) & torch.isnan(bc))
+        d = torch.nan_to_num((ac - bc).abs().masked_fill_(same, 0.0), nan=math.inf, posinf=math.inf)
+        worst = max(worst, float(d.max()))
+    return worst
+
+
+def _float64_bytes(model, inputs: list[Any], refs: list[Any]) -> int:
+    """Roughly what a float64 copy of the model, its inputs and its outputs takes."""
+    import torch
+
+    tensors = [*model.parameters(), *model.buffers(), *integ.flatten(inputs)]
+    n = sum(t.numel() for t in tensors if isinstance(t, torch.Tensor))
+    return 8 * (n + 2 * sum(r.numel() for r in refs if isinstance(r, torch.Tensor)))
 
 
 def reference_noise(ref_model, inputs: list[Any], ref_out: Any, candidate_out: Any = None,
@@ -351,6 +371,10 @@ def reference_noise(ref_model, inputs: list[Any], ref_out: Any, candidate_out: A
         return NoiseReport(skipped="float64 is not supported on this device")
     if all(refs[i].dtype in (torch.float64, torch.complex128) for i in floats):
         return NoiseReport(skipped="the reference already computes in float64")
+    if device.type == "cuda":
+        need, free = _float64_bytes(ref_model, inputs, refs), torch.cuda.mem_get_info(device)[0]
+        if need > 0.7 * free:
+            return NoiseReport(skipped=f"a float64 copy needs about {need / 1e9:.1f} GB; {free / 1e9:.1f} GB is free")
     try:
         model64 = copy.deepcopy(ref_model).to(torch.float64)
         with torch.no_grad():
@@ -380,10 +404,11 @@ def _tol_ratio(ref, ref64, atol: float, rtol: float) -> float:
     """max |ref - ref64| / (atol + rtol*|ref64|): how much of the tolerance the reference's own rounding uses."""
     import torch
 
-    d = (ref.to(ref64.dtype) - ref64).abs()
-    allowed = ref64.abs() * rtol + atol
-    r = torch.nan_to_num(d / allowed, nan=0.0, posinf=math.inf)
-    return float(r.max()) if r.numel() else 0.0
+    worst = 0.0
+    for rc, r64 in _chunks(ref, ref64):
+        r = torch.nan_to_num((rc - r64).abs_() / (r64.abs() * rtol + atol), nan=0.0, posinf=math.inf)
+        worst = max(worst, float(r.max()))
+    return worst
 
 
 def noise_text(n: NoiseReport) -> str:

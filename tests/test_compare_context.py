@@ -144,7 +144,7 @@ def _linear_case():
     return model, inputs, ref
 
 
-def test_float32_reference_noise_is_small_and_nonzero():
+def test_float32_reference_noise_is_small_and_nonzero(chunk):
     model, inputs, ref = _linear_case()
     n = cmp.reference_noise(model, inputs, ref)
     assert n.measured and 0 < n.reference_max_abs < 1e-5 and n.candidate_max_abs is None
@@ -154,7 +154,7 @@ def test_float32_reference_noise_is_small_and_nonzero():
     assert 0 < same.reference_tol_ratio < 0.5
 
 
-def test_candidate_error_is_a_multiple_of_the_noise():
+def test_candidate_error_is_a_multiple_of_the_noise(chunk):
     model, inputs, ref = _linear_case()
     n = cmp.reference_noise(model, inputs, ref, ref + 1e-3, 1e-4, 1e-4)
     assert n.measured and not n.within_noise and n.error_to_noise > 100
