@@ -106,6 +106,11 @@ def noise(ratio, ref=1e-7):
     ([trial(0, rel=2.0, frac=0.03)], "indexing and bounds"),
     ([trial(0, rel=2.0, frac=0.9)], "the computation itself differs"),
     ([trial(0, ok=True)], ""),
+    # small errors that cross the tolerance only where values are larger are still precision
+    ([trial(0, ok=True), trial(1, inputs="heavy_tailed", rel=2e-3, noise=noise(2000))],
+     "small errors (only on heavy_tailed inputs"),
+    ([trial(0, ok=True), trial(1, weights="reinit", rel=2e-3, noise=noise(2000))],
+     "small errors (only with re-initialised weights"),
 ])
 def test_diagnosis_branches(trials, words):
     got = _diagnosis(trials)
