@@ -115,3 +115,13 @@ def noise(ratio, ref=1e-7):
 def test_diagnosis_branches(trials, words):
     got = _diagnosis(trials)
     assert (words in got) if words else got == ""
+
+
+@pytest.mark.gpu
+def test_precision_bug_on_a_gpu_reports_tolerance_and_noise():
+    r = check("ref_linear", "cand_linear_half_operands")
+    assert r.verdict == "fail" and r.device != "cpu", r.summary
+    t = next(t for t in r.correctness.trials if not t.ok)
+    assert t.noise is not None and t.noise.measured and t.noise.error_to_noise > 10, t.noise
+    assert t.worst_tolerance and t.input_summary and "the reference's own noise" in r.summary
+    print(r.summary)  # the failing summary, for the GPU run's record (pytest -s)

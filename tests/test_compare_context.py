@@ -220,3 +220,17 @@ def test_describe_inputs():
     assert lines[0] == "input 0: float32[2, 3], mean 2, std 0, range [2, 2]"
     assert lines[1] == "input 1: int64[4], range [0, 3]" and lines[2] == "input 2: 0.5"
     assert "1 non-finite" in lines[3] and "range [1, 3]" in lines[3]
+
+
+@pytest.mark.gpu
+def test_reference_noise_on_a_gpu():
+    torch.manual_seed(0)
+    model = LinearModel().cuda()
+    inputs = [torch.randn(32, 256, device="cuda")]
+    torch.backends.cuda.matmul.allow_tf32 = False  # as the run stage sets it
+    with torch.no_grad():
+        ref = model(*inputs)
+    n = cmp.reference_noise(model, inputs, ref, ref.half().float(), 1e-4, 1e-4)
+    assert n.measured and 0 < n.reference_max_abs < 1e-5, n
+    assert not n.within_noise and n.error_to_noise > 10
+    assert next(model.parameters()).dtype == torch.float32
