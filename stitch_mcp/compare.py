@@ -166,20 +166,32 @@ def _compare_float(o, r, atol: float, rtol: float, res: dict, prefix: list[int])
         if oc.dtype != torch.float64:
             oc, rc = oc.float(), rc.float()
         if torch.equal(oc, rc):  # the common case, one pass: equal values (NaN never equals NaN)
-            res["inf_count"] += integ.count_true(torch.isinf(oc))
+            res["inf_count"] += _inf_count(oc)
             continue
-        o_nan, r_nan = torch.isnan(oc), torch.isnan(rc)
-        res["nan_count"] += integ.count_true(o_nan)
-        res["inf_count"] += integ.count_true(torch.isinf(oc))
-        same = (oc == rc) | (o_nan & r_nan)
-        del o_nan, r_nan
-        diff = torch.nan_to_num((oc - rc).abs().masked_fill_(same, 0.0), nan=math.inf, posinf=math.inf)
+        same = oc == rc
+        diff = (oc - rc).abs_()
+        if math.isnan(float(diff.max())):  # a NaN on either side, or equal infinities (inf - inf)
+            o_nan = torch.isnan(oc)
+            res["nan_count"] += _count(o_nan)
+            same |= o_nan & torch.isnan(rc)
+            diff.nan_to_num_(nan=math.inf, posinf=math.inf)
+            del o_nan
+        res["inf_count"] += _inf_count(oc)
+        diff.masked_fill_(same, 0.0)
+        del same
         ref_abs = rc.abs()
-        # where the reference is inf or NaN only the same value matches (same), nothing else
-        allowed = (ref_abs * rtol + atol).masked_fill_(~torch.isfinite(rc), 0.0)
-        bad_c = (diff > allowed) & ~same
+        ref_finite = math.isfinite(float(ref_abs.max()))  # NaN propagates through max
+        if floor is None:
+            floor = (float(ref_abs.mean()) if ref_finite and of.numel() <= CHUNK else _mean_abs(rf)) \
+                or max(atol, 1e-12)
+        allowed = ref_abs * rtol + atol
+        if not ref_finite:  # where the reference is inf or NaN only the same value matches (same)
+            allowed.masked_fill_(~torch.isfinite(rc), 0.0)
+        bad_c = diff > allowed  # never where same: diff is 0 there
         res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
-        ratio = torch.nan_to_num(diff / allowed, nan=0.0, posinf=math.inf)  # 0/0 (exact match, zero tolerance): 0
+        ratio = diff / allowed
+        if not ref_finite or atol <= 0:  # 0/0 (exact match, zero tolerance): 0
+            ratio.nan_to_num_(nan=0.0, posinf=math.inf)
         worst = int(ratio.argmax())
         if float(ratio[worst]) > res["max_tol_ratio"] or res["worst_index"] is None:
             res["max_tol_ratio"] = float(ratio[worst])
@@ -187,15 +199,15 @@ def _compare_float(o, r, atol: float, rtol: float, res: dict, prefix: list[int])
             res["worst_reference"], res["worst_candidate"] = float(rc[worst]), float(oc[worst])
             res["worst_tolerance"] = float(allowed[worst])
         del ratio, allowed
-        if floor is None:
-            floor = _mean_abs(rf) or max(atol, 1e-12)
-        rel = diff.div_(ref_abs.clamp_min_(floor)).nan_to_num_(nan=math.inf, posinf=math.inf)
+        rel = diff.div_(ref_abs.clamp_min_(floor))
+        if not ref_finite:
+            rel.nan_to_num_(nan=math.inf, posinf=math.inf)
         res["max_rel_err"] = max(res["max_rel_err"], float(rel.max()))
-        nb = integ.count_true(bad_c)
+        nb = _count(bad_c)
         if nb and first is None:
             first = s0 + int(bad_c.nonzero()[0].item())
         nbad += nb
-        del oc, rc, same, diff, bad_c, rel, ref_abs
+        del oc, rc, diff, bad_c, rel, ref_abs
     return nbad, first, of.numel()
 
 
@@ -206,10 +218,26 @@ def _mean_abs(flat) -> float:
     total, n = 0.0, 0
     for s0 in range(0, flat.numel(), CHUNK):
         c = flat[s0:s0 + CHUNK].float().abs()
-        finite = torch.isfinite(c)
-        total += float(c.masked_fill_(~finite, 0.0).sum(dtype=torch.float64))
-        n += integ.count_true(finite)
+        if math.isfinite(float(c.max())):
+            total, n = total + float(c.sum()), n + c.numel()
+        else:
+            finite = torch.isfinite(c)
+            total, n = total + float(c.masked_fill_(~finite, 0.0).sum()), n + _count(finite)
     return total / n if n else 0.0
+
+
+def _count(mask) -> int:
+    """Set elements of a bool tensor (count_nonzero: no int64 copy of the mask)."""
+    import torch
+
+    return int(torch.count_nonzero(mask))
+
+
+def _inf_count(x) -> int:
+    import torch
+
+    low, high = torch.aminmax(x)
+    return 0 if math.isfinite(float(low)) and math.isfinite(float(high)) else _count(torch.isinf(x))
 
 
 def _compare_exact(o, r, res: dict, prefix: list[int]) -> tuple[int, int | None, int]:
@@ -217,7 +245,7 @@ def _compare_exact(o, r, res: dict, prefix: list[int]) -> tuple[int, int | None,
     import torch
 
     bad = o != r
-    nbad = integ.count_true(bad)
+    nbad = _count(bad)
     if not nbad:
         return 0, None, bad.numel()
     if o.dtype == torch.bool:
@@ -293,7 +321,7 @@ def describe_inputs(inputs: list[Any], limit: int = 6) -> list[str]:
         if v.is_floating_point():
             vf = v.float()
             finite = torch.isfinite(vf)
-            n_bad = v.numel() - integ.count_true(finite)
+            n_bad = v.numel() - _count(finite)
             vf = vf[finite] if n_bad else vf
             if not vf.numel():
                 lines.append(head + f", all {n_bad} values non-finite")
