@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stitch_mcp.config import get_settings
+from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Progress
 from stitch_mcp.models import (
     BuildReport,
@@ -36,6 +37,7 @@ from stitch_mcp.models import (
     IntegrityReport,
     TimingReport,
     TimingStats,
+    ToleranceValues,
     TrialResult,
 )
 
@@ -65,17 +67,20 @@ def trial_plan(trials: int) -> list[tuple[int, str, str]]:
 def run_spec(reference_source: str, candidate_source: str, build_root: Path, settings, *, trials: int,
              timing: bool, compare_compile: bool, atol: float | None = None, rtol: float | None = None,
              baselines: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
-             timing_seeds: list[int] | None = None) -> dict[str, Any]:
+             timing_seeds: list[int] | None = None, tolerance: str | None = None) -> dict[str, Any]:
     """What the run stage's judge is given (judge.run_stage reads it). The seeds stay with the
     judge: the candidate's room gets inputs, never the seeds they were drawn from."""
+    from stitch_mcp.compare import tolerance_table
+
+    tol = tolerance_table(tolerance or settings.tolerance, {k: getattr(settings, k) for k in
+                                                            ("atol", "rtol", "atol_half", "rtol_half")})
     return {"reference_source": reference_source, "candidate_source": candidate_source,
             "build_root": str(candidate_scope(build_root, candidate_source)),
             "room_parent": str(_work_parent(settings)), "room_timeout_s": settings.run_timeout_s,
             "gpu": _cuda_possible(),
             "plan": [list(p) for p in trial_plan(trials)], "timing": timing,
             "compare_compile": compare_compile, "atol": atol, "rtol": rtol,
-            "tol": {"atol": settings.atol, "rtol": settings.rtol, "atol_half": settings.atol_half,
-                    "rtol_half": settings.rtol_half},
+            "tol": tol,
             "timing_iters": settings.timing_iters,
             "timing_seeds": timing_seeds or [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
             "baselines": None, "baselines_by_device": baselines or {}, "limits": limits or {}}
@@ -136,7 +141,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                       trials: int | None = None, atol: float | None = None, rtol: float | None = None,
                       timing: bool = True, compare_compile: bool | None = None,
                       parent_candidate_id: str | None = None, session: str | None = None,
-                      progress: Progress | None = None) -> CheckReport:
+                      progress: Progress | None = None, tolerance: str | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
     from stitch_mcp.build_room import build_in_room
     from stitch_mcp.ceilings import reference_flops
@@ -151,9 +156,11 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     cand = resolve_candidate(candidate, None, task, parent_id=parent_candidate_id, session=session)
     ws = get_workspace()
     trials = trials or settings.trials
+    tolerance = _tolerance_preset(tolerance or settings.tolerance)
     compare_compile = settings.compare_compile if compare_compile is None else compare_compile
     report = CheckReport(task_id=task.task_id, candidate_id=cand.candidate_id)
     report.correctness.atol, report.correctness.rtol = atol, rtol
+    report.correctness.tolerance = tolerance + "".join(f"+{k}" for k, v in (("atol", atol), ("rtol", rtol)) if v)
     progress = progress or Progress()
     progress.update(0, 3, "checking the candidate")
     build_root = Path(settings.build_dir).expanduser()
@@ -162,7 +169,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     env: dict[str, str] = {}  # the judge builds nothing: each room has its own extensions folder
     if settings.executor == "ray":
         return _check_on_ray(report, task, cand, ws, t_start, progress, session, trials=trials, atol=atol,
-                             rtol=rtol, timing=timing, compare_compile=compare_compile)
+                             rtol=rtol, timing=timing, compare_compile=compare_compile, tolerance=tolerance)
     workroot = Path(tempfile.mkdtemp(prefix=f"check-{cand.candidate_id}-", dir=_work_parent(settings)))
 
     try:
@@ -217,7 +224,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         baselines = _cached_baselines(ws, task.task_id, settings.timing_iters)
         spec = run_spec(task.source, cand.source, build_root, settings, trials=trials, timing=timing,
                         compare_compile=compare_compile, atol=atol, rtol=rtol, baselines=baselines,
-                        limits=_limits(settings.run_timeout_s, cuda_possible))
+                        limits=_limits(settings.run_timeout_s, cuda_possible), tolerance=tolerance)
         # the roofline floor counts the reference's FLOPs where profile_reference measured them
         spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference",
                                                                               task_id=task.task_id))
@@ -239,7 +246,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         for k, v in (out.get("stage_seconds") or {}).items():
             report.stage_seconds[k] = v
         report.device = out.get("device", "")
-        _fill_run(report, out, cand.source)
+        _fill_run(report, out, cand.source, spec)
         lease = out.get("lease") or {}
         report.timing.lease, report.timing.lease_wait_s = lease.get("label", ""), lease.get("waited_s", 0.0)
         report.timing.window = lease.get("window")
@@ -257,6 +264,15 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         return _finish(report, ws, t_start, session)
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
+
+
+def _tolerance_preset(name: str) -> str:
+    from stitch_mcp.compare import PRESETS
+
+    if name not in PRESETS:
+        raise UserError(f"tolerance: unknown preset {name!r}; use one of {', '.join(PRESETS)} "
+                        "(or give atol/rtol)")
+    return name
 
 
 def _work_parent(settings) -> str:
@@ -295,7 +311,9 @@ def _fill_build(report: CheckReport, res, source: str) -> None:
         report.stage_seconds["build_torch_import"] = out["torch_import_s"]
 
 
-def _fill_run(report: CheckReport, out: dict, source: str) -> None:
+def _fill_run(report: CheckReport, out: dict, source: str, spec: dict | None = None) -> None:
+    from stitch_mcp.compare import tolerance_by_dtype, tolerance_label
+
     if out.get("extensions") and not report.build.extensions:
         report.build.extensions = [_extension(e) for e in out["extensions"]]
     fields = set(TrialResult.model_fields)
@@ -303,7 +321,11 @@ def _fill_run(report: CheckReport, out: dict, source: str) -> None:
     report.correctness = CorrectnessReport(ok=bool(trials) and all(t.ok for t in trials), trials=trials,
                                            atol=out.get("atol", report.correctness.atol),
                                            rtol=out.get("rtol", report.correctness.rtol),
-                                           output_dtype=out.get("output_dtype", ""))
+                                           output_dtype=out.get("output_dtype", ""),
+                                           tolerance=tolerance_label(spec) if spec else report.correctness.tolerance,
+                                           tolerance_by_dtype={k: ToleranceValues(atol=a, rtol=r) for k, (a, r) in
+                                                               tolerance_by_dtype(spec).items()} if spec else {})
+    report.correctness.diagnosis = _diagnosis(trials)
     findings = [Finding(code=f["code"], message=f["message"], severity=f.get("severity", "error"),
                         confidence=f.get("confidence", "certain"),
                         evidence=[Evidence(file="candidate.py", text=str(e)) for e in f.get("evidence", [])[:5]])
@@ -383,6 +405,97 @@ def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
         report.reasons.append(f"stage: {stage}/{res.stage}")
 
 
+def _num(v: float | None) -> str:
+    return "?" if v is None else "inf/nan" if v >= 1e300 else f"{v:.6g}"
+
+
+def _trial_reason(t: TrialResult) -> str:
+    """One failed trial: where it ran, the worst element with its tolerance, and the noise context."""
+    weights = "re-initialised weights" if t.weights == "reinit" else "the task's weights"
+    head = f"wrong output in trial {t.trial} ({t.inputs} inputs, {weights}, seed {t.seed})"
+    bits = []
+    if t.mismatch_fraction:
+        bits.append(f"{t.mismatch_fraction:.2%} of elements beyond tolerance")
+    if t.worst_index is not None and t.worst_tolerance is not None:
+        if t.worst_tolerance > 0:
+            ratio = "inf" if (t.max_tol_ratio or 0) >= 1e300 else f"{t.max_tol_ratio:.3g}"
+            tol = f"error {ratio}x its tolerance {t.worst_tolerance:.3g} (atol + rtol*|ref|)"
+        else:
+            tol = "compared exactly"
+        bits.append(f"worst at {t.worst_index}: candidate {_num(t.worst_candidate)} vs reference "
+                    f"{_num(t.worst_reference)}, {tol}")
+    elif t.first_mismatch_index is not None:
+        bits.append(f"first at {t.first_mismatch_index}")
+    if t.max_abs_err is not None and t.max_abs_err > 0:
+        rel = f", max rel err {_num(t.max_rel_err)}" if t.max_rel_err else ""
+        bits.append(f"max abs err {_num(t.max_abs_err)}{rel}")
+    if t.noise is not None and t.noise.text:
+        bits.append(t.noise.text)
+    what = "; ".join(p for p in t.problems if not p.startswith("note:") and "elements differ beyond" not in p)
+    return f"{head}: {'; '.join(bits)}{'; ' + what[:400] if what else ''}"
+
+
+def _diagnosis(trials: list[TrialResult]) -> str:
+    """What the failed trials together point at; empty when nothing failed or a layout problem
+    (shape, dtype, count) already says it."""
+    bad = [t for t in trials if not t.ok]
+    good = [t for t in trials if t.ok]
+    if not bad or any(t.worst_index is None for t in bad):
+        return ""
+    if any(t.nan_count or (t.max_abs_err or 0) >= 1e300 for t in bad):
+        return ("NaN or inf where the reference is finite: uninitialised memory, a division by zero or an "
+                "overflow (exp without subtracting the max, a narrow accumulator)")
+    # small errors are rounding or a slightly wrong formula wherever they show up: larger weights or
+    # heavier-tailed inputs only make them cross the tolerance
+    rel = max(t.max_rel_err or 0.0 for t in bad)
+    small, scope = rel <= 0.02, ""
+    if all(t.weights == "reinit" for t in bad) and any(t.weights == "task" for t in good):
+        if not small:
+            return ("only trials with re-initialised weights fail: the candidate does not compute with the model's "
+                    "current parameters (it copies, caches or hard-codes them at construction or on its first "
+                    "call, or reads a buffer of its own); read the weights from the module's parameters on every "
+                    "forward")
+        scope = "only with re-initialised weights; "
+    elif all(t.inputs != "task" for t in bad) and any(t.inputs == "task" for t in good):
+        dists = ", ".join(sorted({t.inputs for t in bad}))
+        if not small:
+            return (f"only {dists} inputs fail (the task's own inputs pass): values outside the task's range break "
+                    "it (a clamp or range assumption, a lookup table, overflow in a narrow type, an approximation "
+                    "that holds only near the task's values)")
+        scope = f"only on {dists} inputs, whose larger values make them cross the tolerance; "
+    noises = [t.noise for t in bad if t.noise is not None and t.noise.measured and t.noise.within_noise is not None]
+    if noises and all(n.within_noise for n in noises):
+        return ("within the reference's own rounding noise: the difference is summation order, not a bug; the "
+                "tolerance is tighter than float32 rounding here (tolerance='kernelbench' compares as "
+                "KernelBench does)")
+    if small:
+        return _small_error_diagnosis(rel, noises, scope)
+    frac = max(t.mismatch_fraction or 0.0 for t in bad)
+    if frac < 0.5:
+        return (f"large errors at {frac:.1%} of the elements: indexing and bounds (the tail when a size is not a "
+                "multiple of the block, strides, grid coverage, edges of a window or padding)")
+    return (f"wrong at {frac:.0%} of the elements by large amounts: the computation itself differs (a missing or "
+            "extra operation, a wrong constant or axis, a transposed operand)")
+
+
+def _small_error_diagnosis(rel: float, noises: list, scope: str = "") -> str:
+    """Errors of at most a few percent of the output's magnitude: rounding, or a slightly wrong formula."""
+    head = f"small errors ({scope}at most {rel:.2g} of the output's magnitude"
+    if noises and all(n.reference_max_abs == 0 for n in noises):
+        return (head + "), and the reference is exact in float32 here (a float64 run gives the same values), so "
+                "rounding in the reference's own order does not explain them: a slightly wrong constant or formula "
+                "(a scale, an epsilon, an approximation such as __expf or tanh-GELU), or values kept in "
+                "float16/bfloat16")
+    ratio = max((n.error_to_noise or 0.0) for n in noises) if noises else 0.0
+    if noises and ratio <= 100:
+        return (head + f", {ratio:.3g}x the reference's own float32 noise): summation order or a slightly less "
+                "precise accumulation (a tree vs a sequential sum, fused multiply-adds), not indexing")
+    times = f", {ratio:.3g}x the reference's own noise" if ratio else ""
+    return (head + f"{times}): accumulation precision, not indexing: a float16/bfloat16/TF32 accumulator or "
+            "operands rounded to them, fast-math intrinsics (__expf, -use_fast_math), or a slightly wrong "
+            "constant; accumulate in float32 as the reference does")
+
+
 def _verdict(report: CheckReport) -> None:
     reasons = []
     errors = [f for f in report.integrity.findings if f.severity == "error"]
@@ -390,13 +503,9 @@ def _verdict(report: CheckReport) -> None:
         reasons.append(f"integrity: {f.code}: {f.message}")
     bad = [t for t in report.correctness.trials if not t.ok]
     for t in bad[:2]:
-        what = "; ".join(p for p in t.problems if not p.startswith("note:"))[:400]
-        err = "" if t.max_abs_err is None else "max abs err inf/nan, " if t.max_abs_err >= 1e300 else \
-            f"max abs err {t.max_abs_err:.3g}, "
-        frac = f"{t.mismatch_fraction:.1%} of elements differ, " if t.mismatch_fraction else ""
-        first = f"first at {t.first_mismatch_index}" if t.first_mismatch_index is not None else ""
-        reasons.append(f"wrong output in trial {t.trial} (inputs={t.inputs}, weights={t.weights}, seed={t.seed}): "
-                       f"{err}{frac}{first}{'; ' + what if what else ''}".rstrip(", "))
+        reasons.append(_trial_reason(t))
+    if bad and report.correctness.diagnosis:
+        reasons.append(f"diagnosis: {report.correctness.diagnosis}")
     if not report.correctness.trials:
         reasons.append("no correctness trial ran")
     # correctness failures first unless an integrity finding explains them
@@ -411,13 +520,23 @@ def _verdict(report: CheckReport) -> None:
         report.reasons = []
 
 
+def _tolerance_text(c: CorrectnessReport) -> str:
+    if c.atol is None:
+        return ""
+    preset = f"{c.tolerance} tolerance: " if c.tolerance else ""
+    dtype = f" for {c.output_dtype}" if c.output_dtype else ""
+    return f"{preset}atol={c.atol:g}, rtol={c.rtol:g}{dtype}"
+
+
 def _summary(report: CheckReport) -> str:
     head = f"verdict: {report.verdict} (candidate {report.candidate_id}, task {report.task_id})"
     lines = [head]
     if report.verdict == "pass":
         c = report.correctness
+        worst = max((t.max_tol_ratio or 0.0 for t in c.trials), default=0.0)
+        used = f", worst element at {worst:.2g} of its tolerance" if worst else ""
         lines.append(f"Correct on {len(c.trials)} trials ({', '.join(sorted({t.inputs for t in c.trials}))} inputs; "
-                     f"atol={c.atol:g}, rtol={c.rtol:g}); {len(report.integrity.checks_run)} integrity checks clean.")
+                     f"{_tolerance_text(c)}{used}); {len(report.integrity.checks_run)} integrity checks clean.")
         t = report.timing
         if t.candidate:
             parts = [f"candidate {t.candidate.median_ms:.4g} ms (IQR {t.candidate.iqr_ms:.2g})"]
@@ -436,8 +555,13 @@ def _summary(report: CheckReport) -> str:
             lines.append("Timing was not requested.")
     else:
         lines.append("Fix first: " + (report.reasons[0] if report.reasons else "see the report"))
-        for r in report.reasons[1:3]:
+        for r in [r for r in report.reasons[1:] if not r.startswith("diagnosis: ")][:2]:
             lines.append(f"Also: {r}")
+        c = report.correctness
+        if c.diagnosis and any(not t.ok for t in c.trials):
+            lines.append(f"Likely cause: {c.diagnosis}.")
+        if any(not t.ok for t in c.trials) and c.atol is not None:
+            lines.append(f"Compared with the {_tolerance_text(c)}.")
         if report.error_kind == "compile_error" and report.build.diagnostics:
             d = report.build.diagnostics[0]
             if d.source_line:

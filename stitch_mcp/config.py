@@ -27,10 +27,15 @@ class Settings(BaseSettings):
     run_timeout_s: float = Field(120.0, gt=0, description="limit for running correctness and timing")
     profile_timeout_s: float = Field(300.0, gt=0, description="limit for one profiler run")
     trials: int = Field(5, ge=1, le=100, description="correctness trials with fresh seeds")
-    atol: float = Field(1e-4, gt=0, description="absolute tolerance for float32 outputs")
-    rtol: float = Field(1e-4, gt=0, description="relative tolerance for float32 outputs")
-    atol_half: float = Field(1e-2, gt=0, description="absolute tolerance for float16/bfloat16 outputs")
-    rtol_half: float = Field(1e-2, gt=0, description="relative tolerance for float16/bfloat16 outputs")
+    tolerance: Literal["strict", "kernelbench"] = Field(
+        "strict", description="tolerance preset: strict (float32 atol=rtol=1e-4, float16/bfloat16 1e-2) or "
+        "kernelbench (atol=rtol=1e-2, as KernelBench's published results); the four values below replace its own")
+    atol: float | None = Field(None, gt=0, description="absolute tolerance for float32 outputs (default: the preset's)")
+    rtol: float | None = Field(None, gt=0, description="relative tolerance for float32 outputs (default: the preset's)")
+    atol_half: float | None = Field(None, gt=0, description="absolute tolerance for float16/bfloat16 outputs "
+                                                           "(default: the preset's)")
+    rtol_half: float | None = Field(None, gt=0, description="relative tolerance for float16/bfloat16 outputs "
+                                                           "(default: the preset's)")
     timing_iters: int = Field(100, ge=5, le=10_000, description="most timed calls per measurement")
     spare_workers: int = Field(2, ge=0, le=16, description="worker processes kept started ahead of need, per GPU "
                                "in use (Python and torch imported, 4-6 s on a GPU machine); 0: start each when needed")

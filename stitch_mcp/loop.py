@@ -148,14 +148,16 @@ def _first_fix(check: dict | None, rubric: RubricReport | None) -> list[str]:
                 where = f"line {d.get('candidate_line') or d.get('line')}"
                 items.append(f"[build] Fix the compile error at {where}: {d.get('message', '')[:200]}")
                 break
-    for t in (check.get("correctness") or {}).get("trials") or []:
+    correctness = check.get("correctness") or {}
+    for t in correctness.get("trials") or []:
         if not t.get("ok"):
-            bits = [f"max_abs_err={t.get('max_abs_err')}"] if t.get("max_abs_err") is not None else []
-            bits += (t.get("problems") or [])[:2]
-            if t.get("nan_count"):
-                bits.append(f"{t['nan_count']} NaN")
-            items.append(f"[correctness] Trial {t.get('trial')} ({t.get('inputs', 'task')} inputs) is wrong: "
-                         f"{', '.join(str(b) for b in bits) or 'mismatch'}; check indexing and bounds.")
+            # the check's own reason for this trial (worst element, tolerance, noise) and its diagnosis
+            own = f"wrong output in trial {t.get('trial')} "
+            reason = next((r for r in check.get("reasons") or [] if r.startswith(own)),
+                          f"trial {t.get('trial')} ({t.get('inputs', 'task')} inputs, {t.get('weights', 'task')} "
+                          f"weights) is wrong: {'; '.join((t.get('problems') or [])[:2]) or 'mismatch'}")
+            advice = correctness.get("diagnosis") or "compare the worst element's inputs with the reference"
+            items.append(f"[correctness] {reason[:600]}. Likely cause: {advice}.")
             break
     for f in (check.get("integrity") or {}).get("findings") or []:
         if f.get("severity") != "info":

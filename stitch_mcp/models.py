@@ -74,6 +74,22 @@ class BuildReport(BaseModel):
     log_tail: str = ""
 
 
+class NoiseReport(BaseModel):
+    """How far the reference's own result is from a float64 run of it on the same inputs, and how far
+    the candidate's is: an error a few times the reference's own is rounding, not a bug."""
+
+    measured: bool = False
+    skipped: str = Field("", description="why it was not measured (integer outputs, no float64 on the device, ...)")
+    reference_max_abs: float | None = Field(None, description="max |reference - reference in float64|")
+    reference_tol_ratio: float | None = Field(None, description="the reference's own error / tolerance: near 1 or "
+                                              "above, the tolerance is tighter than the reference's rounding")
+    candidate_max_abs: float | None = Field(None, description="max |candidate - reference in float64|")
+    error_to_noise: float | None = Field(None, description="candidate_max_abs / reference_max_abs")
+    within_noise: bool | None = Field(None, description="the candidate is no farther from the float64 result than "
+                                      "twice the reference's own distance")
+    text: str = ""
+
+
 class TrialResult(BaseModel):
     trial: int
     seed: int
@@ -87,6 +103,22 @@ class TrialResult(BaseModel):
     nan_count: int = 0
     inf_count: int = 0
     problems: list[str] = Field(default_factory=list, description="shape/dtype/device/stride mismatches")
+    max_tol_ratio: float | None = Field(None, description="the largest error / (atol + rtol*|reference|): above 1 "
+                                        "an element fails; meaningful near zero, unlike error / |reference|")
+    worst_index: list[int] | None = Field(None, description="the element with the largest tolerance ratio "
+                                          "(output number first when there are several)")
+    worst_reference: float | None = Field(None, description="the reference's value there")
+    worst_candidate: float | None = Field(None, description="the candidate's value there")
+    worst_tolerance: float | None = Field(None, description="atol + rtol*|reference| there (0: exact comparison)")
+    input_summary: list[str] = Field(default_factory=list, description="the inputs this trial really used "
+                                     "(dtype, shape, mean, std, range); filled for failed trials")
+    noise: NoiseReport | None = Field(None, description="the reference's own float32 rounding noise on this trial's "
+                                      "inputs (a float64 run), measured for failed trials")
+
+
+class ToleranceValues(BaseModel):
+    atol: float
+    rtol: float
 
 
 class CorrectnessReport(BaseModel):
@@ -95,6 +127,11 @@ class CorrectnessReport(BaseModel):
     atol: float | None = None
     rtol: float | None = None
     output_dtype: str = ""
+    tolerance: str = Field("", description="the preset the tolerances come from (strict, kernelbench), with "
+                                           "'+name' for each value a parameter or setting replaced")
+    tolerance_by_dtype: dict[str, ToleranceValues] = Field(
+        default_factory=dict, description="the tolerances each kind of output dtype gets under it")
+    diagnosis: str = Field("", description="what the failed trials together point at, and where to look")
 
 
 class IntegrityReport(BaseModel):

@@ -276,6 +276,9 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         trials: Annotated[int | None, Field(ge=1, le=100, description="correctness trials (default 5)")] = None,
         atol: Annotated[float | None, Field(gt=0, description="absolute tolerance (default by dtype)")] = None,
         rtol: Annotated[float | None, Field(gt=0, description="relative tolerance (default by dtype)")] = None,
+        tolerance: Annotated[Literal["strict", "kernelbench"] | None, Field(
+            description="tolerance preset: strict (float32 1e-4) or kernelbench (1e-2); default from settings; "
+                        "atol/rtol replace its values")] = None,
         timing: Annotated[bool, Field(description="time the candidate against eager and torch.compile")] = True,
         compare_compile: Annotated[bool | None, Field(
             description="also time torch.compile (default from settings)")] = None,
@@ -291,7 +294,8 @@ def _add_check_tools(mcp: _StitchMCPServer) -> None:
         use_client_roots(roots)
         args = dict(candidate=candidate, reference=reference, task_id=task_id, trials=trials, atol=atol,
                     rtol=rtol, timing=timing, compare_compile=compare_compile,
-                    parent_candidate_id=parent_candidate_id, session=session_of(ctx))
+                    parent_candidate_id=parent_candidate_id, session=session_of(ctx),
+                    tolerance=tolerance)
         return await mcp.run_job(ctx, "compile_and_check", CheckReport, args, run, max_wait_s)
 
 

@@ -1,23 +1,24 @@
-"""The comparison behind every correctness trial (stitch_mcp.correctness.compare) and the bit-level
+"""The comparison behind every correctness trial (stitch_mcp.compare.compare) and the bit-level
 helpers the integrity checks use, on small CPU tensors; chunk boundaries with a small chunk."""
 import math
 
 import pytest
 
-from stitch_mcp import correctness, integrity
+from stitch_mcp import compare as compare_mod
+from stitch_mcp import integrity
 
 torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(params=[1 << 26, 7], ids=["one-chunk", "7-element-chunks"])
 def chunk(request, monkeypatch):
-    monkeypatch.setattr(correctness, "CHUNK", request.param)
+    monkeypatch.setattr(compare_mod, "CHUNK", request.param)
 
 
 def test_identical_outputs_pass_with_no_error(chunk):
     r = torch.randn(5, 9)
     r[1, 2] = math.inf
-    res = correctness.compare(r.clone(), r, 1e-4, 1e-4)
+    res = compare_mod.compare(r.clone(), r, 1e-4, 1e-4)
     assert res["ok"] and res["max_abs_err"] == 0 and res["mismatch_fraction"] == 0
     assert res["inf_count"] == 1 and res["nan_count"] == 0 and res["first_mismatch_index"] is None
 
@@ -28,7 +29,7 @@ def test_mismatches_are_counted_and_located(chunk):
     o[0, 3] += 1e-6  # within tolerance
     o[2, 4] += 0.5
     o[4, 8] = math.nan
-    res = correctness.compare(o, r, 1e-4, 1e-4)
+    res = compare_mod.compare(o, r, 1e-4, 1e-4)
     assert not res["ok"] and res["nan_count"] == 1
     assert res["first_mismatch_index"] == [2, 4]
     assert res["mismatch_fraction"] == pytest.approx(2 / 45)
@@ -41,7 +42,7 @@ def test_nan_where_the_reference_has_nan_matches(chunk):
     r[[3, 11]] = math.nan
     o = r.clone()
     o[0] += 1e-7
-    res = correctness.compare(o, r, 1e-4, 1e-4)
+    res = compare_mod.compare(o, r, 1e-4, 1e-4)
     assert res["ok"] and res["nan_count"] == 2 and 0 < res["max_abs_err"] < 1e-4
 
 
@@ -49,7 +50,7 @@ def test_half_outputs_compare_in_float32():
     r = torch.randn(64).half()
     o = r.clone()
     o[10] = o[10] + 1
-    res = correctness.compare(o, r, 1e-2, 1e-2)
+    res = compare_mod.compare(o, r, 1e-2, 1e-2)
     assert not res["ok"] and res["first_mismatch_index"] == [10]
 
 
@@ -83,9 +84,9 @@ def test_fingerprint_tells_outputs_apart_and_tolerates_nan():
 
 def test_near_zero_reference_with_an_unrelated_output_is_an_exploit():
     ref = torch.randn(100) * 1e-6
-    assert correctness._near_zero_exploit(torch.zeros(100), ref, 1e-4)
-    assert not correctness._near_zero_exploit(ref.clone(), ref, 1e-4)
-    assert not correctness._near_zero_exploit(torch.zeros(100), torch.randn(100), 1e-4)  # a real scale
+    assert compare_mod.near_zero_exploit(torch.zeros(100), ref, 1e-4)
+    assert not compare_mod.near_zero_exploit(ref.clone(), ref, 1e-4)
+    assert not compare_mod.near_zero_exploit(torch.zeros(100), torch.randn(100), 1e-4)  # a real scale
     nan_ref = ref.clone()
     nan_ref[0] = math.nan
-    assert correctness._near_zero_exploit(torch.zeros(100), nan_ref, 1e-4)
+    assert compare_mod.near_zero_exploit(torch.zeros(100), nan_ref, 1e-4)
