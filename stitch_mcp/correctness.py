@@ -279,7 +279,7 @@ def _call(model, inputs, what: str):
     except StageError:
         raise
     except BaseException as exc:
-        from stitch_mcp.worker import classify_error_text
+        from stitch_mcp.crashes import classify_error_text
 
         text = f"{type(exc).__name__}: {exc}"
         found = classify_error_text(text)
@@ -291,7 +291,7 @@ def _call(model, inputs, what: str):
 
 
 def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
-    from stitch_mcp.worker import stage
+    from stitch_mcp.events import stage
 
     res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
     try:
@@ -304,7 +304,7 @@ def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
         if isinstance(exc, NeedsGPU):
             res["needs_gpu"] = str(exc)
         else:
-            from stitch_mcp.worker import classify_error_text
+            from stitch_mcp.crashes import classify_error_text
 
             found = classify_error_text(f"{type(exc).__name__}: {exc}")
             res["error"] = {"kind": found[0] if found else "internal",
@@ -656,7 +656,7 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
 def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     """Only the reference's baselines (a worker stage of its own): check.py measures them on the
     GPU while a task's first candidate builds on the CPU, so the run stage finds them cached."""
-    from stitch_mcp.worker import stage
+    from stitch_mcp.events import stage
 
     stage("import")
     import torch

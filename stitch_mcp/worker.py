@@ -41,6 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
+from stitch_mcp.events import emit, stage  # noqa: F401  (re-exported; the child side reports through them)
+
 log = logging.getLogger(__name__)
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -49,34 +52,6 @@ TAIL_BYTES = 12_000
 FLOOD_BYTES = 32 * 1024 * 1024  # more candidate output than this is a flood: the worker is killed
 
 # ------------------------------------------------------------------ outcome classification
-
-CRASH_PATTERNS: list[tuple[str, str, str]] = [
-    # (kind, substring in the error text (lowercase), explanation)
-    ("illegal_memory_access", "illegal memory access", "a kernel read or wrote out of bounds "
-     "(check index arithmetic and bounds guards; run compute-sanitizer)"),
-    ("illegal_memory_access", "misaligned address", "a kernel used a misaligned vector or pointer access"),
-    ("illegal_memory_access", "illegal instruction", "a kernel executed an illegal instruction"),
-    ("launch_failure", "unspecified launch failure", "a kernel crashed (unspecified launch failure)"),
-    ("launch_failure", "invalid configuration argument", "a kernel launch had an invalid grid/block "
-     "configuration (too many threads per block, zero-sized grid, too much shared memory)"),
-    ("launch_failure", "too many resources requested for launch", "a launch needs more registers or "
-     "shared memory than the GPU has per block; use fewer threads or less shared memory"),
-    ("device_assert", "device-side assert", "a device-side assert fired"),
-    ("cuda_oom", "cuda out of memory", "the GPU ran out of memory"),
-    ("cuda_oom", "outofmemoryerror", "the GPU ran out of memory"),
-    ("host_oom", "memoryerror", "the host ran out of memory (or hit the worker's address-space limit)"),
-    ("host_oom", "can't allocate memory", "the host ran out of memory (or hit the worker's limit)"),
-    ("host_oom", "std::bad_alloc", "the host ran out of memory (std::bad_alloc)"),
-]
-
-
-def classify_error_text(text: str) -> tuple[str, str] | None:
-    low = text.lower()
-    for kind, needle, why in CRASH_PATTERNS:
-        if needle in low:
-            return kind, why
-    return None
-
 
 def describe_signal(signum: int) -> tuple[str, str]:
     try:
@@ -492,26 +467,6 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
 
 
 # ------------------------------------------------------------------ child side
-
-_event_fh = None
-
-
-def emit(event: str, **data: Any) -> None:
-    """Send one JSON event to the parent (worker side)."""
-    global _event_fh
-    if _event_fh is None:
-        fd = int(os.environ.get("STITCH_EVENT_FD", "-1"))
-        if fd < 0:
-            return
-        _event_fh = os.fdopen(fd, "wb", buffering=0)
-        os.set_inheritable(fd, False)
-    line = json.dumps({"event": event, **data}, default=str).encode() + b"\n"
-    _event_fh.write(line)
-
-
-def stage(name: str, **data: Any) -> None:
-    emit("stage", name=name, t=time.monotonic(), **data)
-
 
 def apply_limits(limits: dict[str, Any]) -> list[str]:
     """Lower this process's resource limits; returns what was applied (best effort)."""
