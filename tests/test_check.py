@@ -354,6 +354,7 @@ def test_reference_whose_get_inputs_fails():
 def test_torch_compile_baseline_on_cpu():
     r = check("ref_scale", "cand_scale_ok", timing=True, compare_compile=True)
     assert r.verdict == "pass", r.summary
-    assert r.timing.compiled is not None or r.timing.compile_note.startswith("torch.compile failed")
-    if r.timing.compiled:
-        assert r.speedup_vs_compile and r.speedup_vs_compile > 0
+    # torch.compile works on the CPU (inductor's C++ backend, with the compiler this suite builds with)
+    assert r.timing.compiled is not None, r.timing.compile_note
+    assert r.timing.compile_note.startswith("torch.compile (default mode)"), r.timing.compile_note
+    assert r.speedup_vs_compile and r.speedup_vs_compile > 0
