@@ -158,6 +158,26 @@ def test_the_graph_sees_lazy_and_relative_imports(tmp_path):
     assert cycle_path(edges, cycles(edges)[0]) == "stitch_mcp.sub -> stitch_mcp.sub.leaf -> stitch_mcp.top -> stitch_mcp.sub"
 
 
+# The cycles and the one `mcp` import outside the MCP layer that other branches of the issue-17
+# renovation are breaking. Until they are merged the strict tests below are xfail, and these two
+# keep anything new from joining them; then the lead deletes both sets, both tests and the marks.
+BEING_BROKEN = [{"stitch_mcp.correctness", "stitch_mcp.integrity"},
+                {"stitch_mcp.check", "stitch_mcp.loop", "stitch_mcp.prompts", "stitch_mcp.score", "stitch_mcp.server"}]
+MCP_OUTSIDE_BEING_MOVED = {"stitch_mcp.score"}
+
+
+def test_no_cycles_beyond_those_being_broken(graph):
+    edges, _ = graph
+    new = [c for c in cycles(edges) if not any(set(c) <= known for known in BEING_BROKEN)]
+    assert not new, "new import cycles:\n" + "\n".join(f"{', '.join(c)} (e.g. {cycle_path(edges, c)})" for c in new)
+
+
+def test_no_mcp_imports_beyond_the_one_being_moved(graph):
+    _, external = graph
+    outside = {m for m, pkgs in external.items() if "mcp" in pkgs and not is_mcp_layer(m)}
+    assert outside <= MCP_OUTSIDE_BEING_MOVED, f"modules outside the MCP layer import `mcp`: {sorted(outside)}"
+
+
 # Cycles other branches of the issue-17 renovation are breaking (the lead removes this mark once
 # they are merged): correctness <-> integrity (the run stage's rewrite), and
 # check -> loop -> score -> server -> check with loop <-> score and prompts (score's MCP glue moves
