@@ -54,10 +54,14 @@ def workers_running() -> list[int]:
     return alive
 
 
+SHORT_RUN_TIMEOUT_S = 20  # the run stage's clock includes the worker importing torch: 8 s was not
+# enough on a loaded 2-core host ("timed out after 8 s during stage 'start'", before the candidate ran)
+
+
 @pytest.fixture
 def short_run_timeout():
     old = dict(run_timeout_s=get_settings().run_timeout_s)
-    configure(run_timeout_s=8)
+    configure(run_timeout_s=SHORT_RUN_TIMEOUT_S)
     yield
     configure(**{k: None for k in old})
 
@@ -326,8 +330,9 @@ def test_hang_times_out_and_is_killed(short_run_timeout):
     t0 = time.monotonic()
     r = check("ref_relu", "cand_hang")
     assert r.verdict == "error" and r.error_kind == "timeout", r.summary
-    assert "correctness" in r.reasons[0]
-    assert time.monotonic() - t0 < 30
+    assert "correctness" in r.reasons[0], r.reasons
+    elapsed = time.monotonic() - t0
+    assert elapsed < SHORT_RUN_TIMEOUT_S + 25, f"{elapsed:.0f} s; stages {r.stage_seconds}"
     assert not workers_running()
 
 
