@@ -189,6 +189,8 @@ def test_cuda_candidate_compiles_and_needs_gpu():
     assert r2.error_kind == "needs_gpu" and r2.build.cached
 
 
+@pytest.mark.slow  # compiles the binding twice, the second time against all of torch/extension.h: 268 s
+# of the CPU suite's 38 min on a loaded 2-core host (the slowest test by 2x), close to a 300 s timeout
 def test_binding_needing_more_than_per_operator_headers_is_rebuilt_with_the_real_header():
     """A C++ candidate calling at::parallel_for: the first build misses the declaration, the
     binding file climbs to torch/extension.h, and the candidate passes."""
