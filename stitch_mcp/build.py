@@ -822,7 +822,7 @@ class BuildCache:
 
 def build_stage(spec: dict[str, Any]) -> dict[str, Any]:
     """Import the candidate with the build cache installed: this builds (or finds) its extensions."""
-    from stitch_mcp.worker import emit, stage
+    from stitch_mcp.events import emit, stage
 
     stage("build_import")
     t0 = time.monotonic()
@@ -852,7 +852,7 @@ def build_stage(spec: dict[str, Any]) -> dict[str, Any]:
 
         tb = traceback.extract_tb(exc.__traceback__)
         line = next((f.lineno for f in reversed(tb) if f.filename.endswith("candidate.py")), None)
-        from stitch_mcp.worker import classify_error_text
+        from stitch_mcp.crashes import classify_error_text
 
         found = classify_error_text(f"{type(exc).__name__}: {exc}")
         result["error"] = {"kind": found[0] if found else "import_error",

@@ -19,7 +19,7 @@ from typing import Any
 
 from stitch_mcp.build import write_manifest
 from stitch_mcp.correctness import StageError
-from stitch_mcp.worker import WorkerResult
+from stitch_mcp.outcomes import WorkerResult
 
 
 def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None) -> WorkerResult:

@@ -150,7 +150,7 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
 def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     """Only the reference's baselines (a worker stage of its own): check.py measures them on the
     GPU while a task's first candidate builds on the CPU, so the run stage finds them cached."""
-    from stitch_mcp.worker import stage
+    from stitch_mcp.events import stage
 
     stage("import")
     import torch

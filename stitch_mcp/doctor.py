@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from stitch_mcp.config import get_settings
+from stitch_mcp.cuda_tools import find_tool
 from stitch_mcp.models import DoctorLine, DoctorReport
 
 
@@ -19,19 +20,6 @@ def _version(cmd: list[str]) -> str:
         return f"failed: {exc}"
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[-1] if text else ""
-
-
-def find_tool(name: str) -> str | None:
-    """A CUDA tool on PATH or under CUDA_HOME / the usual install folders."""
-    found = shutil.which(name)
-    if found:
-        return found
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for home in filter(None, homes):
-        cand = Path(home) / "bin" / name
-        if cand.exists():
-            return str(cand)
-    return None
 
 
 def gpu_line() -> DoctorLine:

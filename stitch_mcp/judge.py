@@ -68,7 +68,7 @@ class Prepared:
 
 
 def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
-    from stitch_mcp.worker import stage
+    from stitch_mcp.events import stage
 
     res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
     rooms: dict[str, RoomClient] = {}
@@ -84,7 +84,7 @@ def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
     except RoomGone as exc:
         res["error"] = {"kind": exc.kind, "message": exc.message}
     except BaseException as exc:
-        from stitch_mcp.worker import classify_error_text
+        from stitch_mcp.crashes import classify_error_text
 
         found = classify_error_text(f"{type(exc).__name__}: {exc}")
         res["error"] = {"kind": found[0] if found else "internal",

@@ -29,8 +29,10 @@ from pydantic import BaseModel
 
 from stitch_mcp.correctness import StageError
 from stitch_mcp.door import REPLIES, Arg, Call, Called, Door, DoorClosed, Failed, Load, Loaded, Ready
-from stitch_mcp.worker import PACKAGE_ROOT, _Capture, classify_error_text, describe_signal
+from stitch_mcp.crashes import classify_error_text
+from stitch_mcp.outcomes import _Capture, describe_signal
 
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
 CALL_S = 120.0
 FLOOD_BYTES = 32 * 1024 * 1024

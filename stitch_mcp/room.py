@@ -143,7 +143,7 @@ class _CandidateError(Exception):
 
 def _failure(kind: str, exc: BaseException) -> Failed:
     """A Failed reply; a CUDA error (which may surface at any later call) is named as such."""
-    from stitch_mcp.worker import classify_error_text
+    from stitch_mcp.crashes import classify_error_text
 
     tb = traceback.extract_tb(exc.__traceback__)
     line = next((f.lineno for f in reversed(tb) if f.filename.endswith(f"{PROGRAM_MODULE}.py")), None)

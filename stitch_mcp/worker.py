@@ -37,133 +37,22 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
+from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal  # noqa: F401  (re-exported)
+from stitch_mcp.events import emit, stage  # noqa: F401  (re-exported; the child side reports through them)
 
 log = logging.getLogger(__name__)
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-HEAD_BYTES = 4_000
-TAIL_BYTES = 12_000
 FLOOD_BYTES = 32 * 1024 * 1024  # more candidate output than this is a flood: the worker is killed
 
 # ------------------------------------------------------------------ outcome classification
 
-CRASH_PATTERNS: list[tuple[str, str, str]] = [
-    # (kind, substring in the error text (lowercase), explanation)
-    ("illegal_memory_access", "illegal memory access", "a kernel read or wrote out of bounds "
-     "(check index arithmetic and bounds guards; run compute-sanitizer)"),
-    ("illegal_memory_access", "misaligned address", "a kernel used a misaligned vector or pointer access"),
-    ("illegal_memory_access", "illegal instruction", "a kernel executed an illegal instruction"),
-    ("launch_failure", "unspecified launch failure", "a kernel crashed (unspecified launch failure)"),
-    ("launch_failure", "invalid configuration argument", "a kernel launch had an invalid grid/block "
-     "configuration (too many threads per block, zero-sized grid, too much shared memory)"),
-    ("launch_failure", "too many resources requested for launch", "a launch needs more registers or "
-     "shared memory than the GPU has per block; use fewer threads or less shared memory"),
-    ("device_assert", "device-side assert", "a device-side assert fired"),
-    ("cuda_oom", "cuda out of memory", "the GPU ran out of memory"),
-    ("cuda_oom", "outofmemoryerror", "the GPU ran out of memory"),
-    ("host_oom", "memoryerror", "the host ran out of memory (or hit the worker's address-space limit)"),
-    ("host_oom", "can't allocate memory", "the host ran out of memory (or hit the worker's limit)"),
-    ("host_oom", "std::bad_alloc", "the host ran out of memory (std::bad_alloc)"),
-]
-
-
-def classify_error_text(text: str) -> tuple[str, str] | None:
-    low = text.lower()
-    for kind, needle, why in CRASH_PATTERNS:
-        if needle in low:
-            return kind, why
-    return None
-
-
-def describe_signal(signum: int) -> tuple[str, str]:
-    try:
-        name = signal.Signals(signum).name
-    except ValueError:
-        name = f"signal {signum}"
-    if signum == signal.SIGSEGV:
-        return "segfault", "the worker crashed with a segmentation fault (SIGSEGV): a host-side invalid memory access"
-    if signum == signal.SIGBUS:
-        return "segfault", "the worker crashed with a bus error (SIGBUS)"
-    if signum == signal.SIGABRT:
-        return "abort", "the worker aborted (SIGABRT): a failed assertion or an uncaught C++ exception"
-    if signum == signal.SIGFPE:
-        return "signal", "the worker crashed with a floating-point exception (SIGFPE): integer division by zero?"
-    if signum == signal.SIGXCPU:
-        return "cpu_time_limit", "the worker used up its CPU-time limit"
-    if signum == signal.SIGXFSZ:
-        return "file_size_limit", "the worker wrote a file over its size limit"
-    if signum == signal.SIGKILL:
-        return "killed", "the worker was killed (SIGKILL): most likely the host ran out of memory (OOM killer)"
-    return "signal", f"the worker died from {name}"
-
-
 # ------------------------------------------------------------------ parent side
-
-
-@dataclass
-class WorkerResult:
-    """What came back from one worker run."""
-
-    status: str = "ok"  # ok | error | crash | timeout | flood | cancelled | no_result
-    kind: str = ""  # finer classification: segfault, illegal_memory_access, cuda_oom, os_exit, ...
-    message: str = ""
-    result: dict[str, Any] | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    stage: str = ""  # last stage the worker announced
-    returncode: int | None = None
-    output: str = ""
-    output_bytes: int = 0
-    seconds: float = 0.0
-    spare: bool = False  # ran in a spare worker started ahead of need
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok" and self.result is not None
-
-
-class _Capture:
-    """Reads a pipe, keeping the head and tail; calls on_flood once past the byte limit."""
-
-    def __init__(self, stream, limit: int, on_flood: Callable[[], None]):
-        self.stream, self.limit, self.on_flood = stream, limit, on_flood
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.flooded = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            while True:
-                chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
-                if not chunk:
-                    break
-                self.total += len(chunk)
-                if len(self.head) < HEAD_BYTES:
-                    take = HEAD_BYTES - len(self.head)
-                    self.head += chunk[:take]
-                    chunk = chunk[take:]
-                if chunk:
-                    self.tail += chunk
-                    if len(self.tail) > 2 * TAIL_BYTES:
-                        del self.tail[:-TAIL_BYTES]
-                if self.total > self.limit and not self.flooded:
-                    self.flooded = True
-                    self.on_flood()
-        except (OSError, ValueError):
-            pass
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        tail = bytes(self.tail[-TAIL_BYTES:]).decode("utf-8", "replace")
-        skipped = self.total - len(self.head) - min(len(self.tail), TAIL_BYTES)
-        if skipped > 0:
-            return f"{head}\n... [{skipped} bytes left out] ...\n{tail}"
-        return head + tail
 
 
 def _descendants(pid: int) -> list[int]:
@@ -503,26 +392,6 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
 
 
 # ------------------------------------------------------------------ child side
-
-_event_fh = None
-
-
-def emit(event: str, **data: Any) -> None:
-    """Send one JSON event to the parent (worker side)."""
-    global _event_fh
-    if _event_fh is None:
-        fd = int(os.environ.get("STITCH_EVENT_FD", "-1"))
-        if fd < 0:
-            return
-        _event_fh = os.fdopen(fd, "wb", buffering=0)
-        os.set_inheritable(fd, False)
-    line = json.dumps({"event": event, **data}, default=str).encode() + b"\n"
-    _event_fh.write(line)
-
-
-def stage(name: str, **data: Any) -> None:
-    emit("stage", name=name, t=time.monotonic(), **data)
-
 
 def apply_limits(limits: dict[str, Any]) -> list[str]:
     """Lower this process's resource limits; returns what was applied (best effort)."""

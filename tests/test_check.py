@@ -54,10 +54,14 @@ def workers_running() -> list[int]:
     return alive
 
 
+SHORT_RUN_TIMEOUT_S = 20  # the run stage's clock includes the worker importing torch: 8 s was not
+# enough on a loaded 2-core host ("timed out after 8 s during stage 'start'", before the candidate ran)
+
+
 @pytest.fixture
 def short_run_timeout():
     old = dict(run_timeout_s=get_settings().run_timeout_s)
-    configure(run_timeout_s=8)
+    configure(run_timeout_s=SHORT_RUN_TIMEOUT_S)
     yield
     configure(**{k: None for k in old})
 
@@ -188,6 +192,8 @@ def test_cuda_candidate_compiles_and_needs_gpu():
     assert r2.error_kind == "needs_gpu" and r2.build.cached
 
 
+@pytest.mark.slow  # compiles the binding twice, the second time against all of torch/extension.h: 268 s
+# of the CPU suite's 38 min on a loaded 2-core host (the slowest test by 2x), close to a 300 s timeout
 def test_binding_needing_more_than_per_operator_headers_is_rebuilt_with_the_real_header():
     """A C++ candidate calling at::parallel_for: the first build misses the declaration, the
     binding file climbs to torch/extension.h, and the candidate passes."""
@@ -350,8 +356,9 @@ def test_hang_times_out_and_is_killed(short_run_timeout):
     t0 = time.monotonic()
     r = check("ref_relu", "cand_hang")
     assert r.verdict == "error" and r.error_kind == "timeout", r.summary
-    assert "correctness" in r.reasons[0]
-    assert time.monotonic() - t0 < 30
+    assert "correctness" in r.reasons[0], r.reasons
+    elapsed = time.monotonic() - t0
+    assert elapsed < SHORT_RUN_TIMEOUT_S + 25, f"{elapsed:.0f} s; stages {r.stage_seconds}"
     assert not workers_running()
 
 
@@ -378,6 +385,7 @@ def test_reference_whose_get_inputs_fails():
 def test_torch_compile_baseline_on_cpu():
     r = check("ref_scale", "cand_scale_ok", timing=True, compare_compile=True)
     assert r.verdict == "pass", r.summary
-    assert r.timing.compiled is not None or r.timing.compile_note.startswith("torch.compile failed")
-    if r.timing.compiled:
-        assert r.speedup_vs_compile and r.speedup_vs_compile > 0
+    # torch.compile works on the CPU (inductor's C++ backend, with the compiler this suite builds with)
+    assert r.timing.compiled is not None, r.timing.compile_note
+    assert r.timing.compile_note.startswith("torch.compile (default mode)"), r.timing.compile_note
+    assert r.speedup_vs_compile and r.speedup_vs_compile > 0

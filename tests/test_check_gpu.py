@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stitch_mcp.check import compile_and_check
-from stitch_mcp.config import configure
+from stitch_mcp.config import configure, get_settings
 
 pytestmark = pytest.mark.gpu
 
@@ -63,12 +63,26 @@ def test_already_built_candidate_is_fast(honest):
 
 
 def test_changed_kernel_reuses_the_binding_object(honest):
+    """Same binding source, new kernel: only the kernel's object (cuda.cuda.o) is compiled, in the
+    build directory whose binding object (main.o) the first candidate left, which stays untouched."""
     _, cold_s = honest
+    work = get_settings().build_dir / "work"
+
+    def objects() -> dict[Path, int]:
+        return {p: p.stat().st_mtime_ns for p in work.glob("*/*.o")}
+
+    before = objects()
     t0 = time.monotonic()
     r = check("gpu_cand_relu_v2", timing=True)
     changed_s = time.monotonic() - t0
     assert r.verdict == "pass", r.summary
     assert not r.build.cached
+    after = objects()
+    compiled = sorted(p for p in after if after[p] != before.get(p))
+    assert compiled and all(p.name == "cuda.cuda.o" for p in compiled), compiled
+    for kernel in compiled:
+        binding = kernel.parent / "main.o"
+        assert binding in before and after.get(binding) == before[binding], f"{binding} was rebuilt"
     print(f"\nchanged-kernel check {changed_s:.1f} s (cold {cold_s:.1f} s): build {r.stage_seconds.get('build')} s")
 
 

@@ -230,7 +230,10 @@ def test_unparseable_candidate_still_gets_a_rubric(ws):
     assert r.verdict == "suspect" and r.dimensions.anti_hacking.score == 0.0
     f = r.dimensions.anti_hacking.findings[0]
     assert f.code == "unparseable" and "cannot be cleared" in f.message and f.evidence[0].line
-    assert "relu_kernel" in str(r.dimensions.cuda_engineering.findings) or r.dimensions.cuda_engineering.score > 0
+    # the Python does not parse, but the kernel source in its strings is still read: the C++/CUDA
+    # analysis credits what the kernel does and names what it lacks
+    eng = r.dimensions.cuda_engineering
+    assert eng.score > 0 and {"technique", "missing_technique"} <= {f.code for f in eng.findings}, eng.findings
 
 
 def test_unknown_ids_are_clear_errors(ws):

@@ -122,13 +122,7 @@ def test_cards_cover_every_section_stall_and_limiter():
         assert section in symbols, section
     stalls = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "math_pipe_throttle", "barrier",
               "membar", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "no_instruction", "not_selected",
-              "selected", "sleeping", "tex_throttle", "wait"]
-    try:  # whatever profile_kernel can report must have a card
-        from stitch_mcp.profiling.ncu import STALL_TEXT
-
-        stalls += [s for s in STALL_TEXT if s != "misc"]
-    except ImportError:
-        pass
+              "selected", "sleeping", "tex_throttle", "wait", "gmma"]  # every stall reason ncu reports but misc
     for reason in stalls:
         assert f"card:stall-{reason.replace('_', '-')}" in ids, reason
         assert reason in symbols
@@ -174,7 +168,7 @@ def test_search_small_index_end_to_end(small_env):
     assert r.mode == ("hybrid" if MODEL else "lexical")
     assert r.notes and "built the documentation index" in r.notes[0]
     assert "__shfl_down_sync" in r.results[0].snippet
-    assert r.summary.startswith("3 result(s)") or r.summary.startswith(f"{len(r.results)} result(s)")
+    assert len(r.results) == 3 and r.summary.startswith("3 result(s)"), r.summary
 
     # an identifier from the header, exact match first, snippet = the matching passage, not the start
     r = search.search_cuda_docs(query="TOY_EPILOGUE_ZORBULATE_AUX", k=5)
@@ -217,9 +211,15 @@ def test_bad_input_is_a_clear_user_error(small_env):
     (small_env / "empty" / "data.bin").write_bytes(b"\0")
     with pytest.raises(UserError, match="no documents to index"):
         search.add_documents(str(small_env / "empty"))
-    # a query of pure punctuation or unknown words answers, with no results rather than an error
+    # a query of pure punctuation answers rather than raising: nothing matches it lexically, so
+    # without an embedding model there are no results, and with one only its nearest neighbours
+    # (reciprocal-rank score of the dense side alone: at most 0.5)
     r = search.search_cuda_docs(query="@@@ ###")
-    assert r.results == [] or all(h.id for h in r.results)
+    assert r.mode == ("hybrid" if MODEL else "lexical")
+    if MODEL:
+        assert r.results and all(h.id and 0 < h.score <= 0.5 for h in r.results), r.summary
+    else:
+        assert r.results == [], r.summary
 
 
 def test_rebuilds_only_what_changed(small_env):

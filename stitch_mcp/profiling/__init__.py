@@ -19,7 +19,7 @@ def nsys_status() -> tuple[bool, str]:
     Some installs ship an nsys (e.g. the one bundled in Nsight Compute) that writes a .qdstrm
     trace but cannot import it into a report: that one is treated as missing.
     """
-    from stitch_mcp.doctor import find_tool
+    from stitch_mcp.cuda_tools import find_tool
 
     nsys = find_tool("nsys")
     if nsys is None:

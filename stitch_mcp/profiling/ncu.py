@@ -532,7 +532,7 @@ def hot_lines(source: list[dict[str, Any]], top: int = 5) -> list[HotLine]:
 
 
 def find_ncu() -> str | None:
-    from stitch_mcp.doctor import find_tool
+    from stitch_mcp.cuda_tools import find_tool
 
     return find_tool("ncu")
 

@@ -155,7 +155,7 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
 
     prefix = None
     if used == "nsys":
-        from stitch_mcp.doctor import find_tool
+        from stitch_mcp.cuda_tools import find_tool
 
         nsys = find_tool("nsys")
         prefix = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
@@ -173,7 +173,7 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
     meta = json.loads((work / "meta.json").read_text())
     progress.update(2, 4, "parsing the trace")
     if used == "nsys":
-        from stitch_mcp.doctor import find_tool
+        from stitch_mcp.cuda_tools import find_tool
         from stitch_mcp.profiling.nsys import parse_sqlite
 
         rep = next(iter(work.glob("report*.nsys-rep")), None)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The benchmark suite (tools/bench/run.py) and the GPU fault/load tests on a GPU machine (issue 8).
+# The benchmark suite (tools/bench_suite.py) and the GPU fault/load tests on a GPU machine (issue 8).
 #
 #   tools/gpu/bench_gpu.sh prepare        # here, where ../shared/kernelbench is: fills .gpu/bench (git-ignored)
-#                                         # (BENCH_EVAL_CANDIDATES=0: leave out issue 7's 10 candidates if a pass is too long)
+#                                         # (BENCH_EVAL_CANDIDATES=0: leave out corpora/eval_level1's 10 candidates if a pass is too long)
 #   then on the GPU machine (carry .gpu/bench and .whl; each step fits a 10-minute command):
 #   tools/gpu/bench_gpu.sh quick          # machine, handshake, search              (~2 min)
 #   tools/gpu/bench_gpu.sh check          # cold / changed / warm compile_and_check on 3 problems (~6 min)
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 if [ "${1:-}" = prepare ]; then
-  exec python3 tools/bench/run.py --gpu --prepare
+  exec python3 tools/bench_suite.py --gpu --prepare
 fi
 if ! python3 -c 'import mcp, pydantic_settings' 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -31,7 +31,7 @@ fi
 export PYTHONPATH=${PYTHONPATH:-$PWD}:$PWD
 command -v ninja >/dev/null || python3 -c 'import ninja' 2>/dev/null || echo "WARNING: ninja missing" >&2
 W=.gpu/bench-work/gpu
-bench() { python3 tools/bench/run.py --gpu --work "$W" --out "$OUT" --resume "$@" 2> >(tail -40 >&2); }
+bench() { python3 tools/bench_suite.py --gpu --work "$W" --out "$OUT" --resume "$@" 2> >(tail -40 >&2); }
 case "${1:-quick}" in
   quick)  bench --parts machine,handshake,search ;;
   check)  bench --parts check ;;

@@ -33,7 +33,7 @@ prepare)
   install -m 644 "$KB/level1/19_ReLU.py" $G/relu_ref.py
   install -m 644 "$KB/level1/1_Square_matrix_multiplication_.py" $G/matmul_ref.py
   install -m 644 "$KB/level2/12_Gemm_Multiply_LeakyReLU.py" $G/gemm_fused_ref.py
-  install -m 644 tools/gpu/check_candidates/*.py $G/
+  install -m 644 corpora/check/*.py $G/
   ls -l $G
   ;;
 tests)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Dogfooding (issue 7): play the Coder against stitch-mcp through a real stdio MCP client.
 
-For each problem folder in tools/gpu/dogfood/ (ref.py and candidates c1.py, c2.py, ... written
+For each problem folder in corpora/dogfood/ (ref.py and candidates c1.py, c2.py, ... written
 naive -> improved -> more improved):
 
   profile_reference -> planner prompt -> save_plan (the plan below, in the planner's structure)
@@ -43,7 +43,7 @@ os.environ.setdefault("PYTHONUNBUFFERED", "1")
 os.environ.setdefault("STITCH_LOG_LEVEL", "WARNING")  # the server's INFO log would drown the step lines
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-DOGFOOD = ROOT / "tools" / "gpu" / "dogfood"
+DOGFOOD = ROOT / "corpora" / "dogfood"
 EXAMPLES = ROOT / "stitch_mcp" / "examples"
 PROMPT_LINES = 60
 MIN_STEP_S = 5.0  # do not start a step with less than this left in the budget

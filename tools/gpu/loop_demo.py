@@ -1,4 +1,4 @@
-"""Issue 5's GPU 'done when': the enforced loop on one level-1 KernelBench task (19_ReLU), three
+"""The enforced loop on one level-1 KernelBench task (19_ReLU), three
 candidates, through a real MCP client talking to the server in memory.
 
   1. a PyTorch fallback in disguise (the C++ wrapper calls torch::relu)  -> rubric hack, route fix

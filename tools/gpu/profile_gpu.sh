@@ -16,7 +16,7 @@ prepare)
   install -m 644 "$KB/level1/19_ReLU.py" $G/l1_ref.py
   install -m 644 "$KB/level2/12_Gemm_Multiply_LeakyReLU.py" $G/l2_ref.py
   install -m 644 "$KB/level3/9_ResNet18.py" $G/l3_ref.py
-  C=tools/gpu/candidates
+  C=corpora/profile
   cat $C/ext.py $C/level1_body.py > $G/l1_cand.py
   cat $C/ext.py $C/level2_body.py > $G/l2_cand.py
   { cat $G/l3_ref.py; echo; sed '1d' $C/ext.py; cat $C/level3_body.py; } > $G/l3_cand.py

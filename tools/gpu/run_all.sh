@@ -34,9 +34,9 @@ for part in ${@:-gputests loop demo profile}; do
     demo) run demo python3 -m stitch_mcp demo --out "$OUT/demo" ;;
     profile) run profile python3 tools/bench_profile.py --dir .gpu/profile --out "$L/profile" ;;
     checkbench) run checkbench python3 tools/bench_check.py --dir .gpu/check --json "$L/bench_check.json" ;;
-    eval) run eval tools/gpu/issue7_gpu.sh eval ;;
-    dogfood) run dogfood tools/gpu/issue7_gpu.sh dogfood ${DOGFOOD_ARGS:-} ;;
-    bench) run bench python3 tools/bench/run.py --gpu --out "$L/bench" ;;
+    eval) run eval tools/gpu/eval_dogfood_gpu.sh eval ;;
+    dogfood) run dogfood tools/gpu/eval_dogfood_gpu.sh dogfood ${DOGFOOD_ARGS:-} ;;
+    bench) run bench python3 tools/bench_suite.py --gpu --out "$L/bench" ;;
     *) echo "unknown part $part" >&2 ;;
   esac
 done

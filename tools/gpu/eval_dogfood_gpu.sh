@@ -1,32 +1,32 @@
 #!/usr/bin/env bash
-# Issue 7 on the GPU machine: `stitch-mcp eval` over ten level-1 KernelBench problems with our own
-# CUDA candidates (fast_p table), and the dogfood loop (tools/gpu/dogfood.py: the Coder's loop over
+# On the GPU machine: `stitch-mcp eval` over ten level-1 KernelBench problems with our own
+# CUDA candidates (corpora/eval_level1) (fast_p table), and the dogfood loop (tools/gpu/dogfood.py: the Coder's loop over
 # a real stdio MCP client on a level-1, level-2 and level-3 problem).
 #
-#   tools/gpu/issue7_gpu.sh prepare          # here: .gpu/eval/{problems,candidates} from KernelBench level1
-#                                            #   and tools/gpu/eval_candidates (.gpu is git-ignored; carry it)
-#   tools/gpu/issue7_gpu.sh eval             # GPU, ~5-7 min: eval -> $OUT/eval.jsonl, prints the fast_p table
-#   tools/gpu/issue7_gpu.sh dogfood [ARGS]   # GPU, <= ~8.5 min: dogfood.py ARGS -> $OUT/dogfood.{json,md,log}
+#   tools/gpu/eval_dogfood_gpu.sh prepare          # here: .gpu/eval/{problems,candidates} from KernelBench level1
+#                                            #   and corpora/eval_level1 (.gpu is git-ignored; carry it)
+#   tools/gpu/eval_dogfood_gpu.sh eval             # GPU, ~5-7 min: eval -> $OUT/eval.jsonl, prints the fast_p table
+#   tools/gpu/eval_dogfood_gpu.sh dogfood [ARGS]   # GPU, <= ~8.5 min: dogfood.py ARGS -> $OUT/dogfood.{json,md,log}
 #                                            #   (ARGS e.g. --problems l3 --budget-s 300)
-#   tools/gpu/issue7_gpu.sh all [ARGS]       # eval, then dogfood on what is left of ISSUE7_TOTAL_S (540 s)
-#   tools/gpu/issue7_gpu.sh compile          # here, no GPU: build every candidate with the local nvcc
+#   tools/gpu/eval_dogfood_gpu.sh all [ARGS]       # eval, then dogfood on what is left of EVAL_DOGFOOD_TOTAL_S (540 s)
+#   tools/gpu/eval_dogfood_gpu.sh compile          # here, no GPU: build every candidate with the local nvcc
 #
 # GPU run (carry [".gpu", ".whl"]), one part per call to stay under the 10-minute command limit:
-#   tools/gpu/issue7_gpu.sh eval      then      tools/gpu/issue7_gpu.sh dogfood
+#   tools/gpu/eval_dogfood_gpu.sh eval      then      tools/gpu/eval_dogfood_gpu.sh dogfood
 # $OUT receives at most 6 files: preflight.txt, eval.jsonl, eval.log, dogfood.json, dogfood.md, dogfood.log.
-# Settings: STITCH_DATA_DIR / STITCH_CACHE_DIR default to .gpu/issue7/{data,cache}; EVAL_JOBS (8),
-# EVAL_TIMEOUT_S (520), DOGFOOD_TIMEOUT_S (560), ISSUE7_TOTAL_S (540, for `all`).
+# Settings: STITCH_DATA_DIR / STITCH_CACHE_DIR default to .gpu/eval_dogfood/{data,cache}; EVAL_JOBS (8),
+# EVAL_TIMEOUT_S (520), DOGFOOD_TIMEOUT_S (560), EVAL_DOGFOOD_TOTAL_S (540, for `all`).
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 KB=${KERNELBENCH:-/work/shared/kernelbench}
 G=.gpu/eval
-OUT=${OUT:-$ROOT/.gpu/issue7/out}
+OUT=${OUT:-$ROOT/.gpu/eval_dogfood/out}
 T0=$(date +%s)
 export PYTHONUNBUFFERED=1
 
 elapsed() { echo $(( $(date +%s) - T0 )); }
-say() { echo "[issue7 +$(elapsed)s] $*"; }
+say() { echo "[eval_dogfood +$(elapsed)s] $*"; }
 
 setup_env() {
   if ! python3 -c 'import mcp, pydantic, pydantic_settings, rich' 2>/dev/null; then
@@ -40,8 +40,8 @@ setup_env() {
   else
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
   fi
-  export STITCH_DATA_DIR=${STITCH_DATA_DIR:-$ROOT/.gpu/issue7/data}
-  export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-$ROOT/.gpu/issue7/cache}
+  export STITCH_DATA_DIR=${STITCH_DATA_DIR:-$ROOT/.gpu/eval_dogfood/data}
+  export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-$ROOT/.gpu/eval_dogfood/cache}
   export STITCH_ALLOWED_ROOTS=$ROOT:/tmp
   mkdir -p "$STITCH_DATA_DIR" "$STITCH_CACHE_DIR" "$OUT"
 }
@@ -60,7 +60,7 @@ preflight() {
 prepare() {
   mkdir -p $G/problems $G/candidates
   rm -f $G/problems/*.py $G/candidates/*.py
-  for c in tools/gpu/eval_candidates/*.py; do
+  for c in corpora/eval_level1/*.py; do
     n=$(basename "$c")
     [ -f "$KB/level1/$n" ] || { echo "no KernelBench problem $KB/level1/$n" >&2; exit 2; }
     install -m 644 "$KB/level1/$n" $G/problems/$n
@@ -92,7 +92,7 @@ run_eval() {
   if [ ! -d $G/problems ] || [ -z "$(ls $G/problems 2>/dev/null)" ]; then
     if [ -d "$KB/level1" ]; then prepare; else echo "no $G/problems: run '$0 prepare' where KernelBench is and carry .gpu" >&2; exit 2; fi
   fi
-  install -m 644 tools/gpu/eval_candidates/*.py $G/candidates/  # the committed candidates are the source of truth
+  install -m 644 corpora/eval_level1/*.py $G/candidates/  # the committed candidates are the source of truth
   local jobs=${EVAL_JOBS:-8}
   say "eval: $(ls $G/candidates | wc -l) candidates, --jobs $jobs (builds overlap; GPU stages one at a time)"
   timeout "${EVAL_TIMEOUT_S:-520}" python3 -m stitch_mcp eval $G/problems $G/candidates --out "$OUT/eval.jsonl" \
@@ -127,7 +127,7 @@ run_dogfood() {
 }
 
 compile_here() {  # CPU machine: compile each candidate (eval + dogfood) through `stitch-mcp check`
-  local py=${PYTHON:-python3} stub=${TMPDIR:-/tmp}/issue7-stubinc log=${TMPDIR:-/tmp}/issue7-compile
+  local py=${PYTHON:-python3} stub=${TMPDIR:-/tmp}/eval-dogfood-stubinc log=${TMPDIR:-/tmp}/eval-dogfood-compile
   mkdir -p "$log"
   local inc; inc=$($py -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])')
   if [ ! -f "$inc/c10/cuda/impl/cuda_cmake_macros.h" ] || ! echo '#include <cusparse.h>' | g++ -E -x c++ -I/usr/local/cuda/include - >/dev/null 2>&1; then
@@ -144,11 +144,11 @@ compile_here() {  # CPU machine: compile each candidate (eval + dogfood) through
     export CPATH=$stub${CPATH:+:$CPATH}
     say "compile: stub headers for the missing CUDA library headers in $stub (CPATH)"
   fi
-  export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-${TMPDIR:-/tmp}/issue7-cache} STITCH_DATA_DIR=${STITCH_DATA_DIR:-${TMPDIR:-/tmp}/issue7-data}
+  export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-${TMPDIR:-/tmp}/eval-dogfood-cache} STITCH_DATA_DIR=${STITCH_DATA_DIR:-${TMPDIR:-/tmp}/eval-dogfood-data}
   export STITCH_ALLOWED_ROOTS=$ROOT:/tmp:$KB PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
   local pairs=()
-  for c in tools/gpu/eval_candidates/*.py; do pairs+=("$KB/level1/$(basename "$c")|$c"); done
-  for d in tools/gpu/dogfood/*/; do for c in "$d"c*.py; do pairs+=("${d}ref.py|$c"); done; done
+  for c in corpora/eval_level1/*.py; do pairs+=("$KB/level1/$(basename "$c")|$c"); done
+  for d in corpora/dogfood/*/; do for c in "$d"c*.py; do pairs+=("${d}ref.py|$c"); done; done
   printf '%s\n' "${pairs[@]}" | xargs -P "${COMPILE_JOBS:-2}" -I{} bash -c '
     ref=${1%%|*}; cand=${1#*|}; out="'"$log"'/$(echo "$cand" | tr / _).json"
     '"$py"' -m stitch_mcp check "$ref" "$cand" --json > "$out" 2> "$out.err"
@@ -164,8 +164,8 @@ eval) setup_env; preflight; run_eval ;;
 dogfood) shift; setup_env; preflight; run_dogfood "$@" ;;
 all)
   shift; setup_env; preflight; run_eval
-  left=$(( ${ISSUE7_TOTAL_S:-540} - $(elapsed) - 15 ))
-  [ $left -lt 90 ] && { say "only ${left}s left of ISSUE7_TOTAL_S: skipping dogfood (run '$0 dogfood' separately)"; exit 0; }
+  left=$(( ${EVAL_DOGFOOD_TOTAL_S:-540} - $(elapsed) - 15 ))
+  [ $left -lt 90 ] && { say "only ${left}s left of EVAL_DOGFOOD_TOTAL_S: skipping dogfood (run '$0 dogfood' separately)"; exit 0; }
   run_dogfood --budget-s "$left" "$@" ;;
 compile) compile_here ;;
 *) sed -n '2,18p' "$0"; exit 2 ;;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """stitch-mcp benchmark suite: one entry point, a Markdown + JSON report.
 
-    python tools/bench/run.py [--gpu] [--out docs/benchmarks] [--parts machine,handshake,...]
-    python tools/bench/run.py --gpu --prepare          # here: copy KernelBench problems into .gpu/bench
+    python tools/bench_suite.py [--gpu] [--out docs/benchmarks] [--parts machine,handshake,...]
+    python tools/bench_suite.py --gpu --prepare          # here: copy KernelBench problems into .gpu/bench
 
 Parts (each writes WORK/parts/<part>.json; the report is rebuilt from every part present, so a
 GPU run can be split over several commands that each fit a time limit):
@@ -39,8 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "tools"
+CORPORA = ROOT / "corpora"
 PROGRAMS = ROOT / "tests" / "programs"
 GPU_DIR = ROOT / ".gpu" / "bench"
 KERNELBENCH = Path(os.environ.get("KERNELBENCH", "/work/shared/kernelbench"))
@@ -128,7 +129,7 @@ GPU_BATCH = {  # problem name -> (KernelBench file, candidate sources)
 
 def _elementwise_candidate(spec: str) -> str:
     _, _, init_body, call, ctor_args = spec.split(":", 4)
-    base = (Path(__file__).parent / "gpu_candidates" / "elementwise_ext.py").read_text()
+    base = (CORPORA / "batch" / "elementwise_ext.py").read_text()
     init = f"        {init_body}\n" if init_body else ""
     return (f"{base}\n\nclass ModelNew(nn.Module):\n    def __init__(self{', ' + ctor_args if ctor_args else ''}):\n"
             f"        super().__init__()\n{init}\n    def forward(self, x):\n        return {call}\n")
@@ -140,8 +141,8 @@ def prepare_gpu() -> None:
     for d in (probs, cands, check):
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
-    cc, ext = TOOLS / "gpu" / "check_candidates", TOOLS / "gpu" / "candidates"
-    eval_cands = TOOLS / "gpu" / "eval_candidates"
+    cc, ext = CORPORA / "check", CORPORA / "profile"
+    eval_cands = CORPORA / "eval_level1"
     for name, (kb, specs) in GPU_BATCH.items():
         shutil.copy(KERNELBENCH / kb, probs / f"{name}.py")
         (cands / name).mkdir()
@@ -154,7 +155,7 @@ def prepare_gpu() -> None:
             else:
                 text = _elementwise_candidate(spec)
             (cands / name / f"c{i}_{'ew' if kind == 'ew' else rest}.py").write_text(text)
-    if eval_cands.is_dir() and os.environ.get("BENCH_EVAL_CANDIDATES", "1") != "0":  # issue 7's level-1 candidates (named after their KernelBench file) join the batch
+    if eval_cands.is_dir() and os.environ.get("BENCH_EVAL_CANDIDATES", "1") != "0":  # the level-1 eval corpus (named after their KernelBench file) join the batch
         for p in sorted(eval_cands.glob("*.py")):
             kb = KERNELBENCH / "level1" / p.name
             if kb.exists() and not (probs / f"L1_{p.name}").exists():
@@ -173,7 +174,7 @@ def prepare_gpu() -> None:
 
 def gpu_problems() -> dict[str, Path]:
     if not (GPU_DIR / "batch").is_dir():
-        raise SystemExit(f"{GPU_DIR} is missing: run `python tools/bench/run.py --gpu --prepare` where KernelBench "
+        raise SystemExit(f"{GPU_DIR} is missing: run `python tools/bench_suite.py --gpu --prepare` where KernelBench "
                          "is and carry .gpu")
     return {"check": GPU_DIR / "check", "batch": GPU_DIR / "batch", "batch_candidates": GPU_DIR / "batch_candidates",
             "repeat_ref": GPU_DIR / "check" / "relu_ref.py", "repeat_cand": GPU_DIR / "check" / "relu_cand.py"}
