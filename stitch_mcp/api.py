@@ -17,7 +17,7 @@ from stitch_mcp.errors import UserError
 from stitch_mcp.evaluate import evaluate
 from stitch_mcp.profiling.kernel import profile_kernel
 from stitch_mcp.profiling.reference import profile_reference
-from stitch_mcp.score import rubric_score as rubric
+from stitch_mcp.rubric import rubric_score as rubric
 from stitch_mcp.search import search_cuda_docs as search
 
 __all__ = ["check", "configure", "evaluate", "profile_kernel", "profile_reference", "rubric", "search", "UserError"]

@@ -170,7 +170,7 @@ def _run_tool(args: argparse.Namespace) -> Any:
         return compile_and_check(reference=args.reference, candidate=args.candidate, timing=not args.no_timing,
                                  parent_candidate_id=args.parent, progress=progress)
     if args.command == "rubric":
-        from stitch_mcp.score import rubric_score
+        from stitch_mcp.rubric import rubric_score
 
         return rubric_score(reference=args.reference, candidate=args.candidate, feedback=args.feedback,
                             parent_candidate_id=args.parent, progress=progress)

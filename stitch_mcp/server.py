@@ -5,7 +5,7 @@ tool                -> code
 compile_and_check   -> stitch_mcp.check.compile_and_check
 profile_reference   -> stitch_mcp.profiling.reference.profile_reference
 profile_kernel      -> stitch_mcp.profiling.kernel.profile_kernel
-rubric_score        -> stitch_mcp.score.rubric_score (second opinion: stitch_mcp.mcp_judge)
+rubric_score        -> stitch_mcp.rubric.rubric_score (second opinion: stitch_mcp.mcp_judge)
 search_cuda_docs    -> stitch_mcp.search.search_cuda_docs
 job_status          -> stitch_mcp.jobs.JobRunner
 save_plan, save_feedback -> stitch_mcp.loop.save_plan / save_feedback
@@ -349,7 +349,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         outputs, harness tricks), CUDA engineering, operator coverage and skill compliance. verdict is
         clean, suspect or hack; a hack scores 0 overall."""
         from stitch_mcp.score import apply_client_judgement
-        from stitch_mcp.score import rubric_score as run
+        from stitch_mcp.rubric import rubric_score as run
 
         use_client_roots(roots)
         args = dict(candidate=candidate, candidate_id=candidate_id, reference=reference, task_id=task_id,

@@ -158,32 +158,6 @@ def test_the_graph_sees_lazy_and_relative_imports(tmp_path):
     assert cycle_path(edges, cycles(edges)[0]) == "stitch_mcp.sub -> stitch_mcp.sub.leaf -> stitch_mcp.top -> stitch_mcp.sub"
 
 
-# The cycles and the one `mcp` import outside the MCP layer that other branches of the issue-17
-# renovation are breaking. Until they are merged the strict tests below are xfail, and these two
-# keep anything new from joining them; then the lead deletes both sets, both tests and the marks.
-BEING_BROKEN = [{"stitch_mcp.correctness", "stitch_mcp.integrity"},
-                {"stitch_mcp.check", "stitch_mcp.loop", "stitch_mcp.prompts", "stitch_mcp.score", "stitch_mcp.server"}]
-MCP_OUTSIDE_BEING_MOVED = {"stitch_mcp.score"}
-
-
-def test_no_cycles_beyond_those_being_broken(graph):
-    edges, _ = graph
-    new = [c for c in cycles(edges) if not any(set(c) <= known for known in BEING_BROKEN)]
-    assert not new, "new import cycles:\n" + "\n".join(f"{', '.join(c)} (e.g. {cycle_path(edges, c)})" for c in new)
-
-
-def test_no_mcp_imports_beyond_the_one_being_moved(graph):
-    _, external = graph
-    outside = {m for m, pkgs in external.items() if "mcp" in pkgs and not is_mcp_layer(m)}
-    assert outside <= MCP_OUTSIDE_BEING_MOVED, f"modules outside the MCP layer import `mcp`: {sorted(outside)}"
-
-
-# Cycles other branches of the issue-17 renovation are breaking (the lead removes this mark once
-# they are merged): correctness <-> integrity (the run stage's rewrite), and
-# check -> loop -> score -> server -> check with loop <-> score and prompts (score's MCP glue moves
-# to the MCP layer; route_after / the advice tables move out of loop and score).
-@pytest.mark.xfail(strict=False, reason="cycles being broken on other branches: correctness <-> integrity; "
-                   "check -> loop -> score -> server -> check, loop <-> score")
 def test_no_import_cycles(graph):
     edges, _ = graph
     found = cycles(edges)
@@ -191,14 +165,12 @@ def test_no_import_cycles(graph):
         f"{', '.join(c)} (e.g. {cycle_path(edges, c)})" for c in found)
 
 
-@pytest.mark.xfail(strict=False, reason="score.py builds MCP sampling requests (moving to the MCP layer)")
 def test_only_the_mcp_layer_imports_mcp(graph):
     _, external = graph
     outside = sorted(m for m, pkgs in external.items() if "mcp" in pkgs and not is_mcp_layer(m))
     assert not outside, f"modules outside the MCP layer import `mcp`: {outside}"
 
 
-@pytest.mark.xfail(strict=False, reason="score.py imports server._tool_result (moving to the MCP layer)")
 def test_nothing_reaches_back_into_the_mcp_layer(graph):
     edges, _ = graph
     upward = sorted(f"{m} -> {t}" for m, ts in edges.items() for t in ts

@@ -17,7 +17,7 @@ from stitch_mcp.config import configure
 from stitch_mcp.errors import UserError
 from stitch_mcp.loop import route_after, save_feedback
 from stitch_mcp.models import CheckReport, CorrectnessReport, IntegrityReport, TrialResult
-from stitch_mcp.score import rubric_score
+from stitch_mcp.rubric import rubric_score
 from stitch_mcp.server import create_server
 from stitch_mcp.store import get_workspace
 

@@ -244,7 +244,7 @@ def test_history_records_every_decision(ws):
 def test_three_candidate_loop_hack_refine_accept(ws):
     """The GPU 'done when' replayed on stored reports: fallback -> hack/fix, naive -> refine, improved ->
     accept with the naive's feedback credited."""
-    from stitch_mcp.score import rubric_score
+    from stitch_mcp.rubric import rubric_score
 
     task = ws.add_task(RELU_REF)
     seen = []
@@ -284,7 +284,7 @@ def test_three_candidate_loop_hack_refine_accept(ws):
 def test_a_hack_sets_no_bar_for_stagnation(ws):
     """Seen on an H100: a fallback at 0.99x, then honest kernels at 0.79x and 0.92x. The honest
     progress is a refine, not 'two stagnant attempts' measured against the hack's speed."""
-    from stitch_mcp.score import rubric_score
+    from stitch_mcp.rubric import rubric_score
 
     task = ws.add_task(RELU_REF)
     hack = submit(ws, task, FALLBACK, check(eager=0.99, compiled=1.04))

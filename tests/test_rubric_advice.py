@@ -14,7 +14,7 @@ from stitch_mcp import examples
 from stitch_mcp.config import configure
 from stitch_mcp.models import KernelDigest, KernelProfile, OpRow, ReferenceProfile, Suggestion
 from stitch_mcp.prompts import render_planner, render_verifier
-from stitch_mcp.score import rubric_score
+from stitch_mcp.rubric import rubric_score
 from stitch_mcp.store import get_workspace
 
 CASES = Path(__file__).resolve().parent / "rubric_cases"

@@ -16,7 +16,7 @@ import pytest
 
 from stitch_mcp.check import compile_and_check
 from stitch_mcp.config import configure
-from stitch_mcp.score import rubric_score
+from stitch_mcp.rubric import rubric_score
 
 pytestmark = pytest.mark.gpu
 

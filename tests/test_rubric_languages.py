@@ -11,7 +11,7 @@ import pytest
 
 from stitch_mcp.analysis import analyze_candidate, kernel_names
 from stitch_mcp.config import configure
-from stitch_mcp.score import rubric_score
+from stitch_mcp.rubric import rubric_score
 from stitch_mcp.store import get_workspace
 
 CASES = Path(__file__).resolve().parent / "rubric_cases"

@@ -24,7 +24,8 @@ from stitch_mcp.models import (
     TimingReport,
     TrialResult,
 )
-from stitch_mcp.score import merge_judgement, rubric_score
+from stitch_mcp.rubric import rubric_score
+from stitch_mcp.score import merge_judgement
 from stitch_mcp.store import get_workspace
 
 CASES = Path(__file__).resolve().parent / "rubric_cases"
