@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,39 @@ from stitch_mcp.correctness import StageError
 from stitch_mcp.outcomes import WorkerResult
 
 
-def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None) -> WorkerResult:
+BUILD_MEMORY = 1.5 * 2 ** 30  # what one build (cpp_extension: nvcc and g++ on a few units) may take
+_slots_lock = threading.Lock()
+_slots: threading.BoundedSemaphore | None = None
+
+
+def _build_slots() -> threading.BoundedSemaphore:
+    """How many builds run at once: one per two cores and per 1.5 GB of free memory (six parallel
+    C++ builds took 4.4 GB on a 2-core machine), at least one. The others wait their turn."""
+    global _slots
+    with _slots_lock:
+        if _slots is None:
+            import psutil
+
+            by_memory = int(psutil.virtual_memory().available // BUILD_MEMORY)
+            _slots = threading.BoundedSemaphore(max(1, min((os.cpu_count() or 1) // 2, by_memory)))
+        return _slots
+
+
+def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None,
+                  progress=None) -> WorkerResult:
     """The build stage's outcome in the shape the report code reads (a WorkerResult)."""
+    slots = _build_slots()
+    if not slots.acquire(blocking=False):
+        if progress is not None:
+            progress.update(0, 3, "waiting for a build slot (builds are queued by cores and memory)")
+        slots.acquire()
+    try:
+        return _build(candidate_source, scope, settings, gpu=gpu, register_kill=register_kill)
+    finally:
+        slots.release()
+
+
+def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None) -> WorkerResult:
     from stitch_mcp.judge_room import RoomClient, RoomGone, prestart
 
     parent = Path(settings.cache_dir).expanduser() / "work"

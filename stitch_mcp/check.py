@@ -201,7 +201,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         else:
             progress.update(0, 3, "building (in the candidate's sandbox)")
             res = build_in_room(cand.source, candidate_scope(build_root, cand.source), settings, gpu=cuda_possible,
-                                register_kill=progress.on_cancel)
+                                register_kill=progress.on_cancel, progress=progress)
             progress.check()
             report.stage_seconds["build"] = round(res.seconds, 3)
             _fill_build(report, res, cand.source)
