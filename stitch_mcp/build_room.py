@@ -93,12 +93,14 @@ def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> 
     extra = exc.extra
     if exc.kind == "needs_gpu":  # compiled as far as this host allows: keep that for next time
         publish_build(room.workdir / "build", scope)
-        write_manifest(scope, candidate_source, {"extensions": [], "needs_gpu": exc.message})
-        return {"needs_gpu": exc.message, "extensions": [], "diagnostics": [], "log_tail": ""}
+        extensions = extra.get("extensions") or []
+        write_manifest(scope, candidate_source, {"extensions": extensions, "needs_gpu": exc.message})
+        return {"needs_gpu": exc.message, "extensions": extensions, "diagnostics": [], "log_tail": ""}
     diagnostics = extra.get("diagnostics") or []
     return {"error": {"kind": exc.kind, "message": exc.message, "line": extra.get("line"),
                       "diagnostics": diagnostics, "log": extra.get("log", "")},
-            "diagnostics": diagnostics, "log_tail": (extra.get("log") or "")[-4000:]}
+            "extensions": extra.get("extensions") or [], "diagnostics": diagnostics,
+            "log_tail": (extra.get("log") or "")[-4000:]}
 
 
 def publish_build(built: Path, scope: Path) -> list[str]:

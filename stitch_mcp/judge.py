@@ -494,7 +494,7 @@ def _time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient])
     """The candidate's room (B) and the reference's room (A), timed in alternating blocks on the
     same fresh inputs (a seed drawn now for each call, never seen before by either room). The
     judge's clock brackets every call; some candidate outputs are cloned for checking, chosen
-    after the call. Ends when both spreads are small, after `timing_iters` calls, or after 4 s."""
+    after the call. Ends when both spreads are small, after `timing_iters` calls, or after 2 s."""
     torch = p.torch
     n_max = int(spec.get("timing_iters") or 100)
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
@@ -519,7 +519,7 @@ def _time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient])
             lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
         n = len(t.candidate.room_ms)
         if n >= 10 and (max(_spread(t.candidate.room_ms), _spread(t.reference.room_ms)) < 0.02
-                        or time.monotonic() - started > 4.0):
+                        or time.monotonic() - started > 2.0):
             break
     t.in_bytes = integ.tensor_bytes([s[1] for s in p.inputs if s is not None])
     return t

@@ -83,7 +83,11 @@ class _Room:
         prebuilt = {key: f"/proc/self/fd/{fds[i]}" for key, i in message.prebuilt.items() if 0 <= i < len(fds)}
         cache = BuildCache(Path.cwd() / "build", source, allow_build=True, prebuilt=prebuilt)
         cache.install()
-        module = _guarded("import", lambda: _import(source))
+        try:
+            module = _guarded("import", lambda: _import(source))
+        except _CandidateError as exc:  # what was built (or compiled as far as this host allows) before it failed
+            exc.failed.extra["extensions"] = cache.extensions
+            raise
         t_import = time.monotonic() - t0
         cls = getattr(module, message.model_class, None)
         if cls is None:
