@@ -1,26 +1,24 @@
-"""Worker processes: every candidate is built and run in its own process, never in the server.
+"""Trusted worker processes: the judge of a run stage (stitch_mcp.judge) and the baseline worker.
+They run our code and the task's reference, never candidate code: that runs only in sandboxed
+rooms (stitch_mcp.room), which a judge starts and talks to through the door.
 
 Parent side (`run_worker`): start `python -m stitch_mcp.worker` in a fresh session (its own process
 group) and working directory, with its stdout/stderr captured (head and tail kept, never reaching our
 own stdout, which is the MCP stream), a wall-clock limit per stage, and a dedicated pipe on which the
 worker sends JSON events (stage started, progress, result). Whatever happens to the worker, the
-parent kills its whole process group and classifies the outcome: ok, an exception, a segfault or
-other signal, an illegal memory access, GPU or host out-of-memory, a hang, `os._exit`, an output
-flood, a CPU-time limit.
+parent kills its whole process group and classifies the outcome (stitch_mcp.outcomes).
 
-Spare workers: starting Python and importing torch takes 4-6 s on a GPU machine, twice per check
-(build and run stage). So the parent keeps `settings.spare_workers` workers per GPU started ahead of need,
-each with torch imported and nothing else done: no device chosen, no limits applied, no candidate
-seen. `run_worker` hands one its stage (spec, working directory, whole environment) over stdin and
-starts the next spare. Each process still runs exactly one stage and exits. A spare in which
-something had started the CUDA driver (which reads CUDA_VISIBLE_DEVICES once) re-executes itself
-as a fresh worker rather than run on a GPU its order did not name. A spare's command line
-ends in `--spare`; once given its stage it names itself `stitch-worker` (/proc/PID/comm).
+Spare workers: starting Python and importing torch takes 4-6 s on a GPU machine. So the parent keeps
+`settings.spare_workers` workers per GPU started ahead of need, each with torch imported and its
+two rooms (candidate, reference) starting in their sandboxes: no device chosen, no candidate seen.
+`run_worker` hands one its stage (spec, working directory, environment) over stdin and starts the
+next spare. Each process runs exactly one stage and exits. A spare in which something had started
+the CUDA driver (which reads CUDA_VISIBLE_DEVICES once) re-executes itself as a fresh worker rather
+than run on a GPU its order did not name. A spare's command line ends in `--spare`; once given its
+stage it names itself `stitch-worker` (/proc/PID/comm).
 
-Child side (`main`): apply resource limits (open files, processes, CPU time, core dumps, file size;
-address space only when CUDA is not involved: the CUDA driver reserves huge virtual ranges), try to
-drop network access, then dispatch to the stage function. This module imports nothing heavy at top
-level; stage modules import torch inside the worker.
+Child side (`main`): apply resource limits, then dispatch to the stage function. This module imports
+nothing heavy at top level; stage modules import torch inside the worker.
 """
 
 from __future__ import annotations
@@ -538,11 +536,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     name = spec["stage"]
     try:
-        if name == "build":
-            from stitch_mcp.build import build_stage
-
-            result = build_stage(spec)
-        elif name == "run":
+        if name == "run":
             from stitch_mcp.judge import run_stage
 
             result = run_stage(spec)

@@ -163,32 +163,20 @@ def select(problems: list[dict], spec: str | None) -> list[dict]:
 
 def build_one(path: Path, register_kill=None) -> dict[str, Any]:
     """Build a candidate's extensions into the server's build cache (the build stage of compile_and_check)."""
-    import tempfile
-
     from stitch_mcp.build import cached_manifest
-    from stitch_mcp.check import _cuda_possible, _limits
+    from stitch_mcp.build_room import build_in_room
+    from stitch_mcp.check import _cuda_possible, candidate_scope
     from stitch_mcp.config import get_settings
     from stitch_mcp.sources import load_program
-    from stitch_mcp.worker import run_worker
 
     settings = get_settings()
     build_root = Path(settings.build_dir).expanduser()
-    build_root.mkdir(parents=True, exist_ok=True)
     source = load_program(str(path), "candidate").source
+    scope = candidate_scope(build_root, source)
     t0 = time.monotonic()
-    if cached_manifest(build_root, source) is not None:
+    if cached_manifest(scope, source) is not None:
         return {"ok": True, "cached": True, "seconds": 0.0}
-    work_parent = Path(settings.cache_dir).expanduser() / "work"
-    work_parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="dogfood-build-", dir=work_parent))
-    try:
-        spec = {"candidate_source": source, "build_root": str(build_root),
-                "limits": _limits(settings.build_timeout_s, _cuda_possible())}
-        res = run_worker("build", spec, workdir=work / "build", timeout_s=settings.build_timeout_s,
-                         env={"TORCH_EXTENSIONS_DIR": str(build_root / "torch_extensions")},
-                         register_kill=register_kill)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    res = build_in_room(source, scope, settings, gpu=_cuda_possible(), register_kill=register_kill)
     out = res.result or {}
     err = out.get("error") or ({"kind": res.kind, "message": res.message} if not res.ok else None)
     return {"ok": res.ok and not out.get("error"), "cached": False, "seconds": round(time.monotonic() - t0, 1),
