@@ -21,11 +21,18 @@ wrappers that
   their host wrappers and bindings rarely use, and nvcc parses it three times (host front end,
   device front end, host compiler). First rung: the Tensor class and ATen's per-operator headers
   for the operators the source names (plus torch's pybind11 casters in the binding, main.cpp);
-  then torch/types.h (kernel file); then the real header. A unit whose build misses a torch
-  declaration climbs a rung (`kernel_header_rungs`, `binding_header_rungs`);
+  then torch/types.h (kernel file); then the real header. A unit whose build fails in a way a
+  missing torch declaration can cause (`lacks_torch_declaration`: a torch type or name in the
+  error, not only "undeclared") climbs a rung (`kernel_header_rungs`, `binding_header_rungs`); a
+  syntax error or a name of the candidate's own does not;
 - parse compiler output into diagnostics mapped back to the candidate's own lines;
 - without a CUDA-enabled torch (the CPU path) compile CUDA sources to objects with nvcc (and the
   binding with the host compiler) to report real compiler diagnostics, then stop with NeedsGPU.
+  The CUDA headers a CPU host lacks (the two a CUDA build of torch generates, the CUDA library
+  headers ATen/cuda includes) come from the host's toolkit or NVIDIA's pip wheels, else from
+  stand-ins (`host_cuda_headers`), so the check reaches the candidate's own code; what it could
+  not check (a call into a library this host has no headers for) is a note, not a compile error,
+  and the check is cached like a build.
 
 Parent-side helpers (the manifest of a candidate's extension keys) need no torch.
 """
@@ -775,6 +782,14 @@ def compile_on_rungs(root: Path, directory: Path, unit: str, sources: list[str],
             return runs
 
 
+def _compiled_message(name: str, lacks: str) -> str:
+    """What a compile-only check of a CUDA extension found (the NeedsGPU message, also cached)."""
+    if lacks:
+        return (f"extension '{name}' is CUDA code; this machine lacks {lacks}, so it was compiled only as far as "
+                "that allows; building and running it needs a GPU machine")
+    return f"extension '{name}' compiled; it is CUDA code and running it needs a GPU"
+
+
 class BuildCache:
     """Installed in a worker: records what each load_inline/load did."""
 
@@ -847,7 +862,8 @@ class BuildCache:
             return module
         if (objdir / "compiled").exists() and with_cuda and not gpu_ok:
             record["cached"] = True
-            raise NeedsGPU((objdir / "compiled").read_text().strip() + " (checked earlier)")
+            said = (objdir / "compiled").read_text().strip()  # what the check found (older caches: "ok")
+            raise NeedsGPU(f"{said if said != 'ok' else _compiled_message(a['name'], '')} (checked earlier)")
         if not self.allow_build:
             raise BuildError(f"extension '{a['name']}' is not built")
 
@@ -865,10 +881,7 @@ class BuildCache:
                 stale.unlink()
             self._register_generated(stable, cpp, cuda, functions, a)
             if with_cuda and not gpu_ok:
-                lacks = self._compile_only(stable, module_name, cpp, cuda, a)
-                message = (f"extension '{a['name']}' is CUDA code; this machine lacks {lacks}, so it was compiled "
-                           "only as far as that allows; building and running it needs a GPU machine" if lacks else
-                           f"extension '{a['name']}' compiled; it is CUDA code and running it needs a GPU")
+                message = _compiled_message(a["name"], self._compile_only(stable, module_name, cpp, cuda, a))
                 objdir.mkdir(parents=True, exist_ok=True)
                 _write_atomically(objdir / "compiled", message)  # the compile-only check, cached
                 record["seconds"] = round(time.monotonic() - t0, 3)

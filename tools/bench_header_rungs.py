@@ -5,6 +5,7 @@ torch/extension.h, how many build on the first rung, and what the light rung sav
 
     python tools/bench_header_rungs.py                     # every source on every rung, with times
     python tools/bench_header_rungs.py --mode check        # the ladder and the full header only
+    python tools/bench_header_rungs.py --mode ladder       # the ladder only (the hit rate, on a slow host)
     python tools/bench_header_rungs.py --only div_scalar --json out.json
 
 Each source is compiled to an object the way the CPU path compiles load_inline's generated files
@@ -79,13 +80,15 @@ def measure(w: Wrapper, root: Path, mode: str) -> dict:
         every = compile_on_rungs(root, work, w.unit, [w.source], w.functions, which="every")
         return {"ladder": ladder_of(every, uses_torch_namespace([w.source])), "full": every[-1], "every": every}
     ladder = compile_on_rungs(root, work, w.unit, [w.source], w.functions, which="ladder")
+    if mode == "ladder":
+        return {"ladder": ladder, "full": None, "every": None}
     full = ladder[-1] if ladder[-1].label == FULL else \
         compile_on_rungs(root, work, w.unit, [w.source], w.functions, which="full")[0]
     return {"ladder": ladder, "full": full, "every": None}
 
 
 def row(w: Wrapper, m: dict) -> dict:
-    ladder, full = m["ladder"], m["full"]
+    ladder, full = m["ladder"], m["full"] or m["ladder"][-1]  # --mode ladder: the ladder's own outcome
     return {"name": w.name, "unit": w.unit, "style": w.style, "expect_ok": w.expect_ok,
             "first_rung": ladder[0].label, "first_rung_ok": ladder[0].ok, "ladder_ok": ladder[-1].ok,
             "ladder_stop": ladder[-1].label, "full_ok": full.ok, "same": ladder[-1].ok == full.ok,
@@ -97,7 +100,7 @@ def row(w: Wrapper, m: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=("every", "check"), default="every")
+    ap.add_argument("--mode", choices=("every", "check", "ladder"), default="every")
     ap.add_argument("--only", nargs="*", help="source names (file stems) to run")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--root", help="folder for stand-in headers and objects (default: a temporary one)")
