@@ -386,7 +386,8 @@ def _toolkit_include_dirs() -> list[Path]:
 @dataclass
 class HostCudaHeaders:
     """Include flags that let a CPU host compile a CUDA source against torch's CUDA headers:
-    the pip wheels' include folders, then a folder of stand-ins for what is still missing."""
+    the folders (toolkit, pip wheels) that hold CUDA library headers, then a folder of stand-ins
+    for what is still missing."""
 
     flags: list[str]
     stood_in: list[str]  # CUDA library headers declared by stand-ins (their libraries are not checked here)
@@ -404,8 +405,8 @@ def host_cuda_headers(root: Path) -> HostCudaHeaders:
         files[h] = ("#pragma once\n// stitch-mcp: this host has no such CUDA library header; the declarations\n"
                     f"// that torch's CUDA headers use, for a compile-only check (see host_cuda_headers)\n"
                     f"{_LIBRARY_DECLARATIONS[h]}")
-    wheels = [d for d in dirs if "site-packages" in d.parts]
-    flags = [f for d in wheels for f in ("-isystem", str(d))]
+    having = [d for d in dirs if any((d / h).is_file() for h in _LIBRARY_DECLARATIONS)]  # the host compiler too
+    flags = [f for d in having for f in ("-isystem", str(d))]
     if files:
         flags += ["-isystem", str(_header_dir(root, files, "cuda_host_headers"))]
     return HostCudaHeaders(flags=flags, stood_in=stood_in)
