@@ -324,7 +324,8 @@ def lacks_torch_declaration(compiler_output: str, using_torch: bool = True) -> b
             continue
         for name in _QUOTED.findall(message):
             name = name.strip()
-            if name.startswith(("AT_", "C10_", "TORCH_")) or (ops_dir / f"{name}.h").is_file() \
+            if name in ("torch", "at", "c10") or name.startswith(("torch::", "at::", "c10::", "AT_", "C10_", "TORCH_")) \
+                    or (ops_dir / f"{name}.h").is_file() \
                     or (using_torch and _declared_in_torch(name)):
                 return True
     return False

@@ -160,6 +160,15 @@ def test_an_error_of_the_candidates_own_does_not_climb(output):
     assert lacks_torch_declaration(output, using_torch=False) is False
 
 
+@pytest.mark.parametrize("output", [
+    "main.cpp:6:9: error: ‘parallel_for’ is not a member of ‘at’",  # the corpus's cpp_parallel_for
+    'cuda.cu(6): error: namespace "at" has no member "parallel_for"',
+    "main.cpp:6:9: error: ‘c10’ has not been declared",
+])
+def test_a_qualified_torch_name_climbs_without_using_namespace(output):
+    assert lacks_torch_declaration(output, using_torch=False) is True
+
+
 def test_unqualified_names_are_looked_up_in_torch_only_under_using_namespace():
     out = 'cuda.cu(9): error: identifier "parallel_for" is undefined'
     assert lacks_torch_declaration(out, using_torch=True) is True  # at::parallel_for, brought in by `using`
