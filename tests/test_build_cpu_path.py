@@ -41,6 +41,7 @@ def test_cpp_wrapper_dividing_its_output_tensor_builds_and_passes():
     assert r.build.ok and not header_errors(r)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_cuda_wrapper_dividing_its_output_tensor_is_no_compile_error():
     r = check("cand_cuda_div_scalar")
