@@ -21,11 +21,18 @@ wrappers that
   their host wrappers and bindings rarely use, and nvcc parses it three times (host front end,
   device front end, host compiler). First rung: the Tensor class and ATen's per-operator headers
   for the operators the source names (plus torch's pybind11 casters in the binding, main.cpp);
-  then torch/types.h (kernel file); then the real header. A unit whose build misses a torch
-  declaration climbs a rung (`kernel_header_rungs`, `binding_header_rungs`);
+  then torch/types.h (kernel file); then the real header. A unit whose build fails in a way a
+  missing torch declaration can cause (`lacks_torch_declaration`: a torch type or name in the
+  error, not only "undeclared") climbs a rung (`kernel_header_rungs`, `binding_header_rungs`); a
+  syntax error or a name of the candidate's own does not;
 - parse compiler output into diagnostics mapped back to the candidate's own lines;
 - without a CUDA-enabled torch (the CPU path) compile CUDA sources to objects with nvcc (and the
   binding with the host compiler) to report real compiler diagnostics, then stop with NeedsGPU.
+  The CUDA headers a CPU host lacks (the two a CUDA build of torch generates, the CUDA library
+  headers ATen/cuda includes) come from the host's toolkit or NVIDIA's pip wheels, else from
+  stand-ins (`host_cuda_headers`), so the check reaches the candidate's own code; what it could
+  not check (a call into a library this host has no headers for) is a note, not a compile error,
+  and the check is cached like a build.
 
 Parent-side helpers (the manifest of a candidate's extension keys) need no torch.
 """
@@ -49,19 +56,9 @@ from typing import Any
 CACHE_VERSION = "1"
 
 
-_MISSING_HEADER = re.compile(r'(?:fatal error: ([\w./+-]+\.h(?:pp)?): No such file or directory'
-                             r'|cannot open source file "([\w./+-]+\.h(?:pp)?)")')
-
-
-def _missing_toolkit_headers(text: str, candidate_code: str) -> list[str]:
-    """Headers the compiler could not find, when every error is such a header and none of them is
-    included by the candidate's own code (they come in through torch's or CUDA's headers)."""
-    missing = sorted({a or b for a, b in _MISSING_HEADER.findall(text)})
-    errors = [line for line in text.splitlines() if re.search(r"\berror\b", line)]
-    if not missing or any(not _MISSING_HEADER.search(line) for line in errors):
-        return []
-    own = set(re.findall(r'#\s*include\s*[<"]([^>"]+)[>"]', candidate_code))
-    return [] if own & set(missing) else missing
+# a header the compiler could not find, in an error's message (gcc, nvcc)
+_MISSING_HEADER = re.compile(r'^([\w./+-]+\.h(?:pp)?): No such file or directory'
+                             r'|cannot open source file "([\w./+-]+\.h(?:pp)?)"')
 
 
 # What torch/extension.h adds to torch/types.h: a source naming any of these is compiled with the
@@ -131,7 +128,9 @@ def per_operator_headers(sources: list[str], ops_dir: Path, extra: str = "") -> 
     names = set(_NAMESPACED.findall(text))
     if re.search(r"using\s+namespace\s+(?:torch|at)\s*;", text):  # unqualified calls may be operators
         names |= set(re.findall(r"\b([a-z_]\w*)\s*\(", text))
-    ops = sorted(n for n in names if (ops_dir / f"{n}.h").is_file())
+    # the Tensor operators (+ - * / % & | ^ and comparisons, ATen/TensorOperators.h) need only
+    # empty_like beside the Tensor class: wrappers use them everywhere (`return out / (float)n;`)
+    ops = sorted({"empty_like"} | {n for n in names if (ops_dir / f"{n}.h").is_file()})
     aside = [h for h, used in _ASIDE_HEADERS.items() if used.search(text)]
     lines = ["#pragma once", "// stitch-mcp: ATen's per-operator headers for what this file calls;",
              "// see per_operator_headers in stitch_mcp/build.py", "#include <ATen/core/Tensor.h>",
@@ -141,6 +140,7 @@ def per_operator_headers(sources: list[str], ops_dir: Path, extra: str = "") -> 
     if "indexing::" in text:
         lines.append("#include <ATen/TensorIndexing.h>")
     lines += [f"#include <ATen/ops/{n}.h>" for n in ops]
+    lines.append("#include <ATen/TensorOperators.h>")
     lines += ["namespace torch {", "using namespace at;  // NOLINT", "using std::nullopt;", "using std::optional;",
               "using Dtype = at::ScalarType;"]
     lines += [f"constexpr auto {k} = {v};" for k, v in _TORCH_DTYPE_ALIASES.items()]
@@ -150,6 +150,9 @@ def per_operator_headers(sources: list[str], ops_dir: Path, extra: str = "") -> 
     drop = re.compile(r"^#include <(?:%s)>\n" % "|".join(map(re.escape, set(_ASIDE_HEADERS) - set(aside))), re.M)
     for n in ops:
         files[f"ATen/ops/{n}.h"] = drop.sub("", (ops_dir / f"{n}.h").read_text())
+    operators = (ops_dir.parent / "TensorOperators.h").read_text()  # its per-operator branch, always
+    files["ATen/TensorOperators.h"] = re.sub(r"#ifndef AT_PER_OPERATOR_HEADERS\n.*?#else\n(.*?)#endif\n", r"\1",
+                                             operators, count=1, flags=re.S)
     if not _CUDA_CONTEXT_NEEDS.search(text) and "ATen/Context.h" not in aside:
         files["ATen/cuda/CUDAContext.h"] = _CUDA_CONTEXT
     return files
@@ -163,9 +166,9 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _header_dir(root: Path, files: dict[str, str]) -> Path:
+def _header_dir(root: Path, files: dict[str, str], kind: str = "kernel_headers") -> Path:
     """A folder of stand-in headers, named by their content (written once)."""
-    folder = root / "kernel_headers" / _sha(files)[:16]
+    folder = root / kind / _sha(files)[:16]
     for rel, text in files.items():
         if not (folder / rel).exists():
             _write_atomically(folder / rel, text)
@@ -224,6 +227,7 @@ class HeaderRungs:
         self.ladders = {"binding": binding_header_rungs(root, cpp),
                         "kernel": kernel_header_rungs(root, cuda) if with_cuda else [("", None)]}
         self.step = dict.fromkeys(self.ladders, 0)
+        self.using_torch = {"binding": uses_torch_namespace(cpp), "kernel": uses_torch_namespace(cuda)}
 
     def include_flags(self, unit: str) -> list[str]:
         folder = self.ladders[unit][self.step[unit]][1]
@@ -237,7 +241,7 @@ class HeaderRungs:
         """Move each unit that failed for lack of a torch declaration one rung up; what moved, where."""
         moved = {}
         for unit, text in failures.items():
-            if self.step[unit] + 1 < len(self.ladders[unit]) and lacks_torch_declaration(text):
+            if self.step[unit] + 1 < len(self.ladders[unit]) and lacks_torch_declaration(text, self.using_torch[unit]):
                 self.step[unit] += 1
                 moved[unit] = self.ladders[unit][self.step[unit]][0]
         return moved
@@ -249,20 +253,185 @@ def _aten_ops_dir() -> Path:
     return Path(include_paths()[0]) / "ATen" / "ops"
 
 
-def lacks_torch_declaration(compiler_output: str) -> bool:
-    """Whether a failed build misses a declaration that a fuller torch header would give:
-    an error about a name in torch, at or c10, a torch macro, or an ATen operator. A name of the
-    candidate's own (a typo) is its error to fix, and the same at every rung."""
-    ops_dir = _aten_ops_dir()
+# What a light rung's failure says when it can come from a torch declaration that the rung
+# lacks: a torch, ATen or c10 name or type in the message or its operand/argument types (an
+# operator, overload or method declared outside the Tensor class, an incomplete type, a
+# conversion torch/types.h adds). A syntax error, or a name of the candidate's own, fails the
+# same on every rung.
+_TORCH_NAMED = re.compile(r"\b(?:at|c10|torch|caffe2)::|\b(?:Tensor(?:Options|Base|List|Accessor)?|Scalar(?:Type)?|"
+                          r"IntArrayRef|SymInt|Half|BFloat16|Generator|Device|Layout|MemoryFormat)\b")
+_SYNTAX = re.compile(r"\bexpected (?:a |an |['\u2018\"]|primary|unqualified|declaration|identifier|initializer)"
+                     r"|\bstray\b|missing terminating|unterminated|unbalanced")
+# nvcc's continuation lines that belong to an error's message (not its echo of the source line)
+_DETAIL = re.compile(r"^\s+(?:operand types are|argument types are|object type is|types are):")
+_TORCH_SUBDIRS = ("ATen", "c10", "torch")
+
+
+def _error_blocks(compiler_output: str) -> list[str]:
+    """Each error of a compiler's output: '<file>\\t<message>' and its continuation lines that
+    say more of it (operand and argument types), not the source echo or notes."""
+    blocks: list[str] = []
+    current = None
     for line in compiler_output.splitlines():
-        if "error" not in line or not _MISSING_DECLARATION.search(line):
+        m = GCC_RE.match(line) or NVCC_RE.match(line)
+        if m:
+            current = None
+            if "error" in m["sev"]:
+                blocks.append(f"{m['file']}\t{m['msg']}")
+                current = len(blocks) - 1
+        elif current is not None and _DETAIL.match(line):
+            blocks[current] += "\n" + line.strip()
+        elif not line.startswith(" "):
+            current = None
+    return blocks
+
+
+def _declared_in_torch(name: str) -> bool:
+    """Whether torch's own headers (ATen, c10, torch; not the third-party ones) mention `name` as
+    a word: an unqualified name a `using namespace` brought in may be declared there."""
+    if not re.fullmatch(r"[A-Za-z_]\w{2,}", name):
+        return False
+    base = _aten_ops_dir().parent.parent
+    try:
+        return subprocess.run(["grep", "-rqw", "--include=*.h", "--include=*.cuh", name,
+                               *(str(base / d) for d in _TORCH_SUBDIRS)], timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return True
+
+
+def uses_torch_namespace(sources: list[str]) -> bool:
+    """Whether unqualified names in the sources may be torch's (`using namespace torch;`)."""
+    return any(re.search(r"using\s+namespace\s+(?:torch|at|c10)\b", s) for s in sources)
+
+
+def lacks_torch_declaration(compiler_output: str, using_torch: bool = True) -> bool:
+    """Whether a failed build can be missing a declaration that a fuller torch header gives: an
+    error inside torch's (or our stand-in) headers, an error naming a torch type or name, or a
+    missing declaration of a name torch declares (an ATen operator, a macro, a name brought in by
+    `using namespace`, looked up only when `using_torch`). A name of the candidate's own (a typo)
+    or a syntax error is its error to fix, and the same at every rung: those do not climb."""
+    ops_dir = _aten_ops_dir()
+    torch_dirs = [str(ops_dir.parent.parent / d) for d in _TORCH_SUBDIRS]
+    for block in _error_blocks(compiler_output):
+        file, _, message = block.partition("\t")
+        if any(file.startswith(d) for d in torch_dirs) or "/kernel_headers/" in file:
+            return True
+        if _SYNTAX.search(message.split("\n")[0]) or _LIBRARY_NAME.search(message):
+            continue  # its own syntax, or a CUDA library's name (the same on every rung)
+        if _TORCH_NAMED.search(message):
+            return True
+        if not _MISSING_DECLARATION.search(message):
             continue
-        for name in _QUOTED.findall(line):
+        for name in _QUOTED.findall(message):
             name = name.strip()
             if name in ("torch", "at", "c10") or name.startswith(("torch::", "at::", "c10::", "AT_", "C10_", "TORCH_")) \
-                    or (re.fullmatch(r"\w+", name) and (ops_dir / f"{name}.h").is_file()):
+                    or (ops_dir / f"{name}.h").is_file() \
+                    or (using_torch and _declared_in_torch(name)):
                 return True
     return False
+
+
+# ------------------------------------------------------------------ CUDA headers a CPU host lacks
+
+# A CPU build of torch ships ATen/cuda and c10/cuda but not the two headers its CUDA build
+# generates; values for a compile-only check (no cuDNN, cuSPARSELt, MAGMA or ROCm: objects
+# compiled against them are never linked or run).
+_GENERATED_TORCH_CUDA_HEADERS = {
+    "c10/cuda/impl/cuda_cmake_macros.h": "#define C10_CUDA_BUILD_SHARED_LIBS\n",
+    "ATen/cuda/CUDAConfig.h": "".join(f"#define {m}() 0\n" for m in (
+        "AT_CUDNN_ENABLED", "AT_CUSPARSELT_ENABLED", "AT_HIPSPARSELT_ENABLED", "AT_ROCM_ENABLED", "AT_MAGMA_ENABLED",
+        "AT_CUDSS_ENABLED")) + '#define NVCC_FLAGS_EXTRA ""\n',
+}
+# The CUDA library headers that ATen/cuda/CUDAContextLight.h and ATen/cuda/Exceptions.h include,
+# each with what those torch headers declare with it (handles, status codes); a host whose CUDA
+# install lacks the libraries (nvcc alone, no nvidia-* wheels) gets these declarations instead.
+_LIBRARY_DECLARATIONS = {
+    "cusparse.h": "typedef struct cusparseContext* cusparseHandle_t;\n"
+                  "typedef enum { CUSPARSE_STATUS_SUCCESS = 0 } cusparseStatus_t;\n"
+                  "const char* cusparseGetErrorString(cusparseStatus_t status);\n",
+    "cublas_v2.h": "typedef struct cublasContext* cublasHandle_t;\n"
+                   "typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;\n",
+    "cublasLt.h": "#include <cublas_v2.h>\ntypedef struct cublasLtContext* cublasLtHandle_t;\n",
+    "cusolver_common.h": "typedef enum { CUSOLVER_STATUS_SUCCESS = 0, CUSOLVER_STATUS_INVALID_VALUE = 3 } "
+                         "cusolverStatus_t;\n",
+    "cusolverDn.h": "#include <cusolver_common.h>\ntypedef struct cusolverDnContext* cusolverDnHandle_t;\n",
+}
+# Headers and names of NVIDIA's CUDA libraries (not of the CUDA runtime nvcc always has): a
+# candidate that includes one this host lacks, or calls a function the stand-ins above do not
+# declare, compiled as far as this host allows; the GPU machine has them.
+_LIBRARY_HEADER = re.compile(r"(?:cublas|cublasLt|cusparse|cusparseLt|cusolver|cufft|curand|cudnn|nvrtc|nccl|cutensor|"
+                             r"cudss|nvjpeg|npp|cufile|nvml)\w*\.h")
+_LIBRARY_NAME = re.compile(r"\b(?:cublas|cusparse|cusolver|cufft|curand|cudnn|nvrtc|nccl|cutensor|cudss)[A-Z]\w*"
+                           r"|\b(?:CUBLAS|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUDNN|NVRTC|NCCL|CUTENSOR)_\w+")
+
+
+def _toolkit_include_dirs() -> list[Path]:
+    """Where this host keeps CUDA headers: the toolkit nvcc belongs to and NVIDIA's pip wheels
+    (nvidia-cusparse-cu12 puts its headers in site-packages/nvidia/cusparse/include, the cu13
+    wheels in site-packages/nvidia/cu13/include)."""
+    roots = [os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+        try:  # a wrapper script (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`) names the real one
+            roots += [str(Path(m).parent.parent) for m in re.findall(r"(/\S+)/nvcc\b", Path(nvcc).read_text()[:4096])]
+        except (OSError, UnicodeDecodeError):
+            pass
+    roots.append("/usr/local/cuda")
+    dirs = [d for r in roots if r for d in (Path(r) / "include", *Path(r).glob("targets/*/include"))]
+    for site in {Path(p).parent for p in sys.path if p.endswith("site-packages")} | {Path(shutil.__file__).parent}:
+        dirs += sorted(site.glob("site-packages/nvidia/*/include"))
+    return [d for d in dict.fromkeys(dirs) if d.is_dir()]
+
+
+@dataclass
+class HostCudaHeaders:
+    """Include flags that let a CPU host compile a CUDA source against torch's CUDA headers:
+    the folders (toolkit, pip wheels) that hold CUDA library headers, then a folder of stand-ins
+    for what is still missing."""
+
+    flags: list[str]
+    stood_in: list[str]  # CUDA library headers declared by stand-ins (their libraries are not checked here)
+
+
+def host_cuda_headers(root: Path) -> HostCudaHeaders:
+    from torch.utils.cpp_extension import include_paths
+
+    torch_include = Path(include_paths()[0])
+    dirs = _toolkit_include_dirs()
+    files = {rel: f"#pragma once\n// stitch-mcp: generated by a CUDA build of torch; see host_cuda_headers\n{text}"
+             for rel, text in _GENERATED_TORCH_CUDA_HEADERS.items() if not (torch_include / rel).is_file()}
+    stood_in = [h for h in _LIBRARY_DECLARATIONS if not any((d / h).is_file() for d in dirs)]
+    for h in stood_in:
+        files[h] = ("#pragma once\n// stitch-mcp: this host has no such CUDA library header; the declarations\n"
+                    f"// that torch's CUDA headers use, for a compile-only check (see host_cuda_headers)\n"
+                    f"{_LIBRARY_DECLARATIONS[h]}")
+    having = [d for d in dirs if any((d / h).is_file() for h in _LIBRARY_DECLARATIONS)]  # the host compiler too
+    flags = [f for d in having for f in ("-isystem", str(d))]
+    if files:
+        flags += ["-isystem", str(_header_dir(root, files, "cuda_host_headers"))]
+    return HostCudaHeaders(flags=flags, stood_in=stood_in)
+
+
+def beyond_this_host(compiler_output: str, stood_in: list[str]) -> list[str]:
+    """What stopped a compile-only check that a GPU machine has: CUDA library headers this host
+    lacks, or names of a library whose headers stood in. Empty when any error is something else
+    (the candidate's code, or torch's headers failing for another reason)."""
+    blocks = _error_blocks(compiler_output)
+    if not blocks:
+        return []
+    found = []
+    for block in blocks:
+        missing = [a or b for a, b in _MISSING_HEADER.findall(block.partition("\t")[2])]
+        if missing and all(_LIBRARY_HEADER.fullmatch(Path(h).name) for h in missing):
+            found += missing
+            continue
+        names = _LIBRARY_NAME.findall(block)
+        if stood_in and names and _MISSING_DECLARATION.search(block):
+            found += names
+            continue
+        return []
+    return sorted(set(found))
 
 
 class NeedsGPU(Exception):
@@ -526,6 +695,107 @@ def _import_so(module_name: str, location: Path):
     return module
 
 
+UNIT_FILES = {"binding": "main.cpp", "kernel": "cuda.cu"}
+
+
+def _binding(a: dict) -> list[str]:
+    functions = a.get("functions")
+    if functions is None:
+        return []
+    names = [functions] if isinstance(functions, str) else list(functions)
+    wrap = a.get("with_pytorch_error_handling", True)
+    lines = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"]
+    for n in names:
+        fn = f"torch::wrap_pybind_function({n})" if wrap else n
+        lines.append(f'm.def("{n}", {fn}, "{n}");')
+    lines.append("}")
+    return lines
+
+
+def generated_sources(cpp: list[str], cuda: list[str], a: dict) -> dict[str, str]:
+    """The two files load_inline generates: {'binding': main.cpp, 'kernel': cuda.cu}."""
+    implicit = not a.get("no_implicit_headers")
+    main = "\n".join((["#include <torch/extension.h>"] if implicit else []) + cpp + _binding(a))
+    cu = "\n".join((["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+                    if implicit else []) + cuda)
+    return {"binding": main, "kernel": cu}
+
+
+def compile_only_commands(module_name: str, a: dict, extra_flags: list[str]) -> dict[str, list[str]]:
+    """The commands that compile load_inline's two generated files to objects, as cpp_extension's
+    build would (its include paths, defines and nvcc flags), with no link: {'binding': host
+    compiler on main.cpp, 'kernel': nvcc on cuda.cu}. A rung's -I folder goes at the end."""
+    import sysconfig
+
+    import torch.utils.cpp_extension as ce
+
+    incs = [*ce.include_paths(), sysconfig.get_paths()["include"], *(a.get("extra_include_paths") or [])]
+    inc_flags = [f for p in incs for f in ("-isystem", p)] + extra_flags
+    defs = [f"-DTORCH_EXTENSION_NAME={module_name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+    arch = cuda_arch().split(";")[0].replace(".", "").replace("sm_", "")
+    return {
+        "binding": [os.environ.get("CXX", "c++"), "-c", "main.cpp", "-o", "main.o", "-fPIC", "-std=c++17", *defs,
+                    *inc_flags, *_as_list(a.get("extra_cflags"))],
+        "kernel": ["nvcc", "-c", "cuda.cu", "-o", "cuda.cuda.o", "-std=c++17", f"-arch=sm_{arch}",
+                   "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
+                   *_as_list(a.get("extra_cuda_cflags"))],
+    }
+
+
+@dataclass
+class UnitCompile:
+    """One compile of one translation unit on one rung."""
+
+    label: str
+    ok: bool
+    wall_s: float
+    cpu_s: float  # user + system time of the compiler and its subprocesses
+    output: str
+
+
+def _timed_compile(cmd: list[str], directory: Path) -> tuple[bool, float, float, str]:
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode == 0, time.monotonic() - t0, usage.ru_utime + usage.ru_stime, output
+
+
+def compile_on_rungs(root: Path, directory: Path, unit: str, sources: list[str], functions=None,
+                     which: str = "ladder") -> list[UnitCompile]:
+    """Compile one of load_inline's generated files to an object, as the CPU path does (the
+    candidate's `sources` are its cpp_sources for unit 'binding', its cuda_sources for 'kernel'):
+    which='ladder' climbs as a build does (stopping at the first rung that compiles, or that fails
+    for a reason of the candidate's own), 'every' compiles on every rung, 'full' only on the real
+    torch/extension.h. For the wrapper corpus (tests/programs/wrappers) and its benchmark."""
+    cpp, cuda = (list(sources), []) if unit == "binding" else ([], list(sources))
+    a = {"functions": functions}
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / UNIT_FILES[unit]).write_text(generated_sources(cpp, cuda, a)[unit])
+    cmd = compile_only_commands("st_rungs", a, host_cuda_headers(root).flags)[unit]
+    rungs = HeaderRungs(root, cpp, cuda)
+    last = len(rungs.ladders[unit]) - 1
+    if which == "full":
+        rungs.step[unit] = last
+    runs = []
+    while True:
+        ok, wall, cpu, output = _timed_compile(cmd + rungs.include_flags(unit), directory)
+        runs.append(UnitCompile(rungs.labels()[f"{unit}_header"], ok, round(wall, 2), round(cpu, 2), output))
+        if which == "every" and rungs.step[unit] < last:
+            rungs.step[unit] += 1
+        elif which == "every" or ok or not rungs.climb({unit: output}):
+            return runs
+
+
+def _compiled_message(name: str, lacks: str) -> str:
+    """What a compile-only check of a CUDA extension found (the NeedsGPU message, also cached)."""
+    if lacks:
+        return (f"extension '{name}' is CUDA code; this machine lacks {lacks}, so it was compiled only as far as "
+                "that allows; building and running it needs a GPU machine")
+    return f"extension '{name}' compiled; it is CUDA code and running it needs a GPU"
+
+
 class BuildCache:
     """Installed in a worker: records what each load_inline/load did."""
 
@@ -608,7 +878,8 @@ class BuildCache:
             return module
         if (objdir / "compiled").exists() and with_cuda and not gpu_ok:
             record["cached"] = True
-            raise NeedsGPU(f"extension '{a['name']}' is CUDA code (compiled earlier); running it needs a GPU")
+            said = (objdir / "compiled").read_text().strip()  # what the check found (older caches: "ok")
+            raise NeedsGPU(f"{said if said != 'ok' else _compiled_message(a['name'], '')} (checked earlier)")
         if not self.allow_build:
             raise BuildError(f"extension '{a['name']}' is not built")
 
@@ -626,11 +897,11 @@ class BuildCache:
                 stale.unlink()
             self._register_generated(stable, cpp, cuda, functions, a)
             if with_cuda and not gpu_ok:
-                self._compile_only(stable, module_name, cpp, cuda, a)
+                message = _compiled_message(a["name"], self._compile_only(stable, module_name, cpp, cuda, a))
                 objdir.mkdir(parents=True, exist_ok=True)
-                (objdir / "compiled").write_text("ok")
+                _write_atomically(objdir / "compiled", message)  # the compile-only check, cached
                 record["seconds"] = round(time.monotonic() - t0, 3)
-                raise NeedsGPU(f"extension '{a['name']}' compiled; it is CUDA code and running it needs a GPU")
+                raise NeedsGPU(message)
             kwargs = dict(a)
             kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
             module = None
@@ -703,29 +974,15 @@ class BuildCache:
         except OSError:  # someone published the same key first
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def _compile_only(self, directory: Path, module_name: str, cpp: list[str], cuda: list[str], a) -> None:
-        """No CUDA torch here: compile the generated sources to objects for real diagnostics."""
-        import sysconfig
-
-        import torch.utils.cpp_extension as ce
-
-        implicit = not a.get("no_implicit_headers")
-        main = "\n".join((["#include <torch/extension.h>"] if implicit else []) + cpp + self._binding(a))
-        cu = "\n".join((["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
-                        if implicit else []) + cuda)
-        (directory / "main.cpp").write_text(main)
-        (directory / "cuda.cu").write_text(cu)
-        incs = [*ce.include_paths(), sysconfig.get_paths()["include"], *(a.get("extra_include_paths") or [])]
-        inc_flags = [f for p in incs for f in ("-isystem", p)]
-        defs = [f"-DTORCH_EXTENSION_NAME={module_name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
-        arch = cuda_arch().split(";")[0].replace(".", "").replace("sm_", "")
-        cmds = {
-            "binding": [os.environ.get("CXX", "c++"), "-c", "main.cpp", "-o", "main.o", "-fPIC", "-std=c++17", *defs,
-                        *inc_flags, *(a.get("extra_cflags") or [])],
-            "kernel": ["nvcc", "-c", "cuda.cu", "-o", "cuda.cuda.o", "-std=c++17", f"-arch=sm_{arch}",
-                       "--compiler-options", "-fPIC", *ce.COMMON_NVCC_FLAGS, *defs, *inc_flags,
-                       *(a.get("extra_cuda_cflags") or [])],
-        }
+    def _compile_only(self, directory: Path, module_name: str, cpp: list[str], cuda: list[str], a) -> str:
+        """No CUDA torch here: compile the generated sources to objects for real diagnostics,
+        against the CUDA headers this host has and stand-ins for the rest (`host_cuda_headers`).
+        Returns what this host lacks when that stopped the check short of the end ('' when both
+        units compiled); raises BuildError on an error of the candidate's own."""
+        for unit, text in generated_sources(cpp, cuda, a).items():
+            (directory / UNIT_FILES[unit]).write_text(text)
+        host = host_cuda_headers(self.root)
+        cmds = compile_only_commands(module_name, a, host.flags)
         rungs = HeaderRungs(self.root, cpp, cuda)
         codes, outs = {}, {}
 
@@ -742,33 +999,25 @@ class BuildCache:
                 break
             compile_units(moved)
         self.extensions[-1].update(rungs.labels())
-        text, failed = "".join(outs.values()), any(codes.values())
+        text = "".join(outs.values())
         self.log += text
         diags = parse_diagnostics(text, self.smap)
-        self.diagnostics.extend(diags)
-        missing = _missing_toolkit_headers(text, "\n".join(cpp + cuda))
-        if failed and missing:
-            # e.g. ATen/cuda/CUDAContext.h pulls in cusparse.h, which a CPU machine's CUDA install
-            # may lack: not the candidate's fault, and nothing more can be checked here
-            raise NeedsGPU(f"extension '{a['name']}' is CUDA code; this machine lacks {', '.join(missing)} "
-                           "(CUDA library headers that its includes need), so it was compiled only that far; "
-                           "building and running it needs a GPU machine")
-        if failed:
+        if not any(codes.values()):
+            self.diagnostics.extend(diags)
+            return ""
+        lacks = beyond_this_host("".join(outs[u] for u in cmds if codes[u]), host.stood_in)
+        if not lacks:
+            self.diagnostics.extend(diags)
             raise BuildError(f"building extension '{a['name']}' failed", text, diags)
-
-    @staticmethod
-    def _binding(a) -> list[str]:
-        functions = a.get("functions")
-        if functions is None:
-            return []
-        names = [functions] if isinstance(functions, str) else list(functions)
-        wrap = a.get("with_pytorch_error_handling", True)
-        lines = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"]
-        for n in names:
-            fn = f"torch::wrap_pybind_function({n})" if wrap else n
-            lines.append(f'm.def("{n}", {fn}, "{n}");')
-        lines.append("}")
-        return lines
+        # e.g. the candidate calls cuBLAS and this host has no cuBLAS headers: no fault of the
+        # candidate's, and nothing past it can be checked here (its other code compiled)
+        for d in diags:
+            if d["severity"] == "error":
+                d.update(severity="note", message=f"not checked on this host (it lacks the CUDA library): {d['message']}")
+        self.diagnostics.extend(diags)
+        headers, names = [n for n in lacks if n.endswith(".h")], [n for n in lacks if not n.endswith(".h")]
+        return " and ".join([f"the CUDA library headers {', '.join(headers)}"] * bool(headers)
+                            + [f"the CUDA library headers that declare {', '.join(names[:6])}"] * bool(names))
 
     # -- load (sources are files)
     def load(self, *args, **kwargs):

@@ -6,10 +6,13 @@ import pytest
 
 from stitch_mcp.build import (
     _failed_units,
+    beyond_this_host,
     binding_header_rungs,
+    host_cuda_headers,
     kernel_header_rungs,
     lacks_torch_declaration,
     per_operator_headers,
+    uses_torch_namespace,
 )
 
 torch = pytest.importorskip("torch")
@@ -119,3 +122,95 @@ def test_ninja_failures_are_told_apart_by_unit():
     assert "zero_value" in units["kernel"] and "foo" not in units["kernel"]
     assert _failed_units("undefined reference to `bar'") == {"binding": "undefined reference to `bar'",
                                                              "kernel": "undefined reference to `bar'"}
+
+
+# ------------------------------------------------------------------ what climbs (issue 15: no false compile errors)
+
+NVCC_DIVIDE = ('cuda.cu(12): error: no operator "/" matches these operands\n'
+               '            operand types are: at::Tensor / float\n'
+               '      return out / (float)n;\n'
+               '                 ^\n\n1 error detected in the compilation of "cuda.cu".\n')
+
+
+@pytest.mark.parametrize("output", [
+    NVCC_DIVIDE,
+    "main.cpp:12:15: error: no match for \u2018operator/\u2019 (operand types are \u2018at::Tensor\u2019 and \u2018float\u2019)",
+    'cuda.cu(7): error: class "at::Tensor" has no member "index_select"',
+    'cuda.cu(5): error: incomplete type "c10::cuda::CUDAGuard" is not allowed',
+    'cuda.cu(8): error: no instance of overloaded function "at::Tensor::to" matches the argument list\n'
+    '            argument types are: (c10::ScalarType)',
+    "main.cpp:4:5: error: \u2018Tensor\u2019 does not name a type",
+    'cuda.cu(9): error: no suitable conversion function from "at::Tensor" to "float" exists',
+    "/x/site-packages/torch/include/ATen/ops/sum.h(20): error: identifier \"DeviceGuard\" is undefined",
+])
+def test_a_failure_that_a_missing_torch_declaration_can_cause_climbs(output):
+    assert lacks_torch_declaration(output) is True
+
+
+@pytest.mark.parametrize("output", [
+    # the candidate's own name, echoed on a source line that names torch: still its own typo
+    'cuda.cu(9): error: identifier "totl" is undefined\n      k<<<(totl + 255) / 256, 256>>>(torch::empty_like(x));\n'
+    '           ^\n',
+    'cuda.cu(3): error: expected a ";"',
+    "main.cpp:3:20: error: expected \u2018;\u2019 before \u2018}\u2019 token",
+    'cuda.cu(20): error: identifier "cublasSgemv" is undefined',  # a CUDA library's name: the same on every rung
+    'cuda.cu(6): error: argument of type "int *" is incompatible with parameter of type "float *"',
+])
+def test_an_error_of_the_candidates_own_does_not_climb(output):
+    assert lacks_torch_declaration(output, using_torch=False) is False
+
+
+@pytest.mark.parametrize("output", [
+    "main.cpp:6:9: error: ‘parallel_for’ is not a member of ‘at’",  # the corpus's cpp_parallel_for
+    'cuda.cu(6): error: namespace "at" has no member "parallel_for"',
+    "main.cpp:6:9: error: ‘c10’ has not been declared",
+])
+def test_a_qualified_torch_name_climbs_without_using_namespace(output):
+    assert lacks_torch_declaration(output, using_torch=False) is True
+
+
+def test_unqualified_names_are_looked_up_in_torch_only_under_using_namespace():
+    out = 'cuda.cu(9): error: identifier "parallel_for" is undefined'
+    assert lacks_torch_declaration(out, using_torch=True) is True  # at::parallel_for, brought in by `using`
+    assert lacks_torch_declaration(out, using_torch=False) is False
+    assert lacks_torch_declaration('cuda.cu(9): error: identifier "zero_vlaue" is undefined', using_torch=True) is False
+    assert uses_torch_namespace(["using namespace torch;\n"]) and not uses_torch_namespace(["namespace py = x;"])
+
+
+def test_tensor_operators_are_on_the_first_rung():
+    """`out / (float)n`, `a + b`, `x > 0`: ATen/TensorOperators.h's per-operator branch (empty_like
+    only) is part of the light header, so the commonest wrapper arithmetic needs no climb."""
+    files = per_operator_headers(["torch::Tensor f(torch::Tensor x) { return x / 2.f; }"], OPS)
+    assert "#include <ATen/TensorOperators.h>" in files["torch/extension.h"]
+    ops = files["ATen/TensorOperators.h"]
+    assert "AT_PER_OPERATOR_HEADERS" not in ops and "ATen/Functions.h" not in ops
+    assert "#include <ATen/ops/empty_like.h>" in ops and "ATen/ops/empty_like.h" in files
+
+
+# ------------------------------------------------------------------ the CPU path's CUDA headers (issue 15 item 6)
+
+
+def test_host_cuda_headers_supply_what_this_host_lacks(tmp_path):
+    host = host_cuda_headers(tmp_path)
+    torch_include = Path(include_paths()[0])
+    standins = [Path(f) for f in host.flags if f.startswith(str(tmp_path))]
+    assert len(standins) <= 1 and all(torch_include not in p.parents for p in map(Path, host.flags[1::2]))
+    for rel in ("c10/cuda/impl/cuda_cmake_macros.h", "ATen/cuda/CUDAConfig.h"):
+        if not (torch_include / rel).is_file():  # a CPU build of torch
+            assert "#define" in (standins[0] / rel).read_text()
+    for header in ("cusparse.h", "cublas_v2.h", "cublasLt.h", "cusolverDn.h", "cusolver_common.h"):
+        assert (header in host.stood_in) == bool(standins and (standins[0] / header).is_file())
+    assert host_cuda_headers(tmp_path) == host  # named by content: the same folder again
+
+
+@pytest.mark.parametrize("output, stood_in, lacks", [
+    ("cuda.cu:3:10: fatal error: cublas_v2.h: No such file or directory", [], ["cublas_v2.h"]),
+    ('cuda.cu(20): error: identifier "cublasSgemv" is undefined\n'
+     'cuda.cu(20): error: identifier "CUBLAS_OP_N" is undefined', ["cublas_v2.h"], ["CUBLAS_OP_N", "cublasSgemv"]),
+    ('cuda.cu(20): error: identifier "cublasSgemv" is undefined\ncuda.cu(9): error: identifier "totl" is undefined',
+     ["cublas_v2.h"], []),  # and an error of its own: that is what it is told
+    ("cuda.cu:3:10: fatal error: my_kernels.h: No such file or directory", [], []),
+    ('cuda.cu(9): error: identifier "totl" is undefined', ["cublas_v2.h"], []),
+])
+def test_what_stops_a_cpu_check_that_a_gpu_machine_has(output, stood_in, lacks):
+    assert beyond_this_host(output, stood_in) == lacks

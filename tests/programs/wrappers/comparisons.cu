@@ -1,0 +1,9 @@
+// style: comparisons and masks on tensors
+#include <torch/extension.h>
+__global__ void k(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+torch::Tensor f(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    k<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    auto mask = (y > 0) & (x <= 1.0);
+    return torch::where(mask, y, torch::zeros_like(y));
+}
