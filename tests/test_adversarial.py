@@ -1,0 +1,452 @@
+"""The red team's suite (issue 14 item 4): candidates that attack the checker instead of the task.
+
+Each program in tests/programs/attacks/ is one attack class. It is judged by the real
+compile_and_check (real build and run workers, the real judge and candidate room, the real sandbox
+this host allows), and then the test asserts what must hold whatever the attack did:
+
+- the attack's verdict is `fail` or `error` with a named finding or error kind (timing attacks:
+  the forged time is not the one reported);
+- nothing it started is still running;
+- the workspace (SQLite under STITCH_DATA_DIR) and the build cache hold what they held before,
+  plus only the check's own records;
+- nothing secret reached the report (the server's token, a file of the server's);
+- the next honest candidate on the same task is judged exactly as in a clean run.
+
+The attacks touch only their own ancestors (the judge, the worker, this test process) and the
+folders those name, never anybody else's processes or files. A test marked
+`xfail(strict=True, reason="HOLE: ...")` is an attack that still succeeds: the assertion says what
+must hold once the hole is closed (and the mark must then go).
+
+Stages: "room" runs the program as given (a Python-only candidate goes straight to the candidate
+room); "build" adds a comment naming load_inline, which sends the same program through the build
+stage first (check.compile_and_check: a source mentioning cpp_extension/load_inline with no cached
+manifest is imported by the build worker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from stitch_mcp.check import candidate_scope, compile_and_check
+from stitch_mcp.config import configure, get_settings
+
+TESTS = Path(__file__).resolve().parent
+PROGRAMS = TESTS / "programs"
+ATTACKS = PROGRAMS / "attacks"
+BUILD_MENTION = "\n# built with torch.utils.cpp_extension.load_inline\n"
+SLEEP_MARKS = ("7345.123", "7346.5", "7347.5")  # the argv[1] of the attacks' daemons (sleep)
+FILL_NAME = "stitch-attack-fill.bin"
+FORGED_STDOUT = b"FORGED-BY-CANDIDATE"
+
+HOLE_BUILD_UNSANDBOXED = (
+    "HOLE: the build stage imports the candidate (build.build_stage -> loader.import_program) in a "
+    "worker started by worker.run_worker with worker_env() = the server's whole environment, as the "
+    "server's user, with no sandbox; check.compile_and_check sends every source that merely mentions "
+    "load_inline/cpp_extension there first")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def attack_source(name: str, stage: str = "room", **fill: str) -> str:
+    text = (ATTACKS / f"{name}.py").read_text()
+    for key, value in fill.items():
+        text = text.replace(f"@{key}@", value)
+    return text + (BUILD_MENTION if stage == "build" else "")
+
+
+def judge(candidate: str, ref: str = "ref_relu", **kw):
+    kw.setdefault("timing", False)
+    kw.setdefault("compare_compile", False)
+    return compile_and_check(reference=str(PROGRAMS / f"{ref}.py"), candidate=candidate, **kw)
+
+
+def codes(report) -> set[str]:
+    return {f.code for f in report.integrity.findings}
+
+
+def _sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+class Storage:
+    """What the workspace database and the build cache hold, to compare before and after a check."""
+
+    def __init__(self) -> None:
+        s = get_settings()
+        self.db, self.builds = Path(s.db_path).expanduser(), Path(s.build_dir).expanduser()
+        self.rows = self._rows()
+        self.files = self._files()
+
+    def _rows(self) -> dict[str, set]:
+        if not self.db.exists():
+            return {}
+        con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            return {t: set(con.execute(f"SELECT * FROM {t}").fetchall())
+                    for t in ("tasks", "candidates", "reports")}
+        finally:
+            con.close()
+
+    def _files(self) -> dict[str, str]:
+        if not self.builds.exists():
+            return {}
+        return {str(p): _sha(p) for p in self.builds.rglob("*") if p.is_file()}
+
+    def changes(self, report, source: str) -> list[str]:
+        """What changed that is not the check's own record of `report`."""
+        own_scope = str(candidate_scope(self.builds, source))
+        problems = []
+        rows = self._rows()
+        for table, before in self.rows.items():
+            missing = before - rows.get(table, set())
+            if missing:
+                problems.append(f"{table}: {len(missing)} stored row(s) changed or deleted")
+        for row in rows.get("reports", set()) - self.rows.get("reports", set()):
+            _, kind, task_id, candidate_id, _, _ = row
+            if candidate_id != report.candidate_id and not (kind == "baseline" and task_id == report.task_id):
+                problems.append(f"reports: a new {kind!r} row for {candidate_id or task_id}")
+            if kind == "baseline":
+                problems.append("reports: a new baseline row (a check without timing stores none)")
+        for path, digest in self.files.items():
+            if not path.startswith(own_scope) and self._files_now().get(path) != digest:
+                problems.append(f"cache: {path} changed")
+        for path in set(self._files_now()) - set(self.files):
+            if not path.startswith(own_scope):
+                problems.append(f"cache: {path} appeared outside the candidate's own scope")
+        return problems
+
+    def _files_now(self) -> dict[str, str]:
+        if not hasattr(self, "_now"):
+            self._now = self._files()
+        return self._now
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def attack_daemons() -> list[int]:
+    """Live processes an attack started (they carry a recognisable command line)."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()
+            and any(_cmdline(p) == f"sleep {m}" for m in SLEEP_MARKS)]
+
+
+def kill_daemons(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def workers_left() -> list[int]:
+    """Worker and room processes this test process started that are still alive (idle spares aside)."""
+    from faultkit import idle_spare_of
+
+    from stitch_mcp.worker import _descendants
+
+    left = []
+    for pid in _descendants(os.getpid()):
+        if idle_spare_of(pid, {os.getpid()}):
+            continue
+        cmd = _cmdline(str(pid))
+        if "stitch_mcp.worker" in cmd or "stitch_mcp.room" in cmd or "bwrap" in cmd:
+            left.append(pid)
+    return left
+
+
+def settle(seconds: float = 10.0) -> tuple[list[int], list[int]]:
+    """Wait (briefly) for what a check started to go; return what did not (daemons, workers)."""
+    end = time.monotonic() + seconds
+    while True:
+        daemons, workers = attack_daemons(), workers_left()
+        if (not daemons and not workers) or time.monotonic() > end:
+            return daemons, workers
+        time.sleep(0.2)
+
+
+def verdict_shape(report) -> dict:
+    """What must not differ between two checks of the same honest candidate."""
+    return {"verdict": report.verdict, "error_kind": report.error_kind, "findings": sorted(codes(report)),
+            "trials": [(t.trial, t.ok, t.inputs, t.weights) for t in report.correctness.trials],
+            "extensions": len(report.build.extensions)}
+
+
+@pytest.fixture(scope="module")
+def clean_honest():
+    """The honest candidate judged before any attack ran: the reference for 'judged as in a clean run'."""
+    return verdict_shape(judge((PROGRAMS / "cand_relu_torch.py").read_text()))
+
+
+@pytest.fixture
+def secrets_set(monkeypatch, tmp_path):
+    """A server secret in the environment (the token of the HTTP transport) and a secret file in
+    the data folder, neither of which a candidate may ever read."""
+    token = f"tok-{uuid.uuid4().hex}"
+    monkeypatch.setenv("STITCH_AUTH_TOKEN", token)
+    data = Path(get_settings().data_dir).expanduser()
+    data.mkdir(parents=True, exist_ok=True)
+    secret_file = data / f"secret-{uuid.uuid4().hex[:8]}.txt"
+    secret_text = f"STITCHSECRET{uuid.uuid4().hex}"
+    secret_file.write_text(f"{secret_text} x;\n")
+    yield {"token": token, "file": secret_file, "text": secret_text}
+    secret_file.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def short_run_timeout():
+    old = get_settings().run_timeout_s
+    configure(run_timeout_s=60)
+    yield
+    configure(run_timeout_s=None if old is None else old)
+
+
+def assert_contained(report, source: str, before: Storage, clean_honest: dict) -> None:
+    """The four properties every attack must leave intact (see the module docstring)."""
+    daemons, workers = settle()
+    kill_daemons(daemons)
+    assert not daemons, f"the attack's daemons outlived the check: {daemons}"
+    assert not workers, f"processes left behind: {[_cmdline(str(p)) for p in workers]}"
+    assert before.changes(report, source) == []
+    assert verdict_shape(judge((PROGRAMS / "cand_relu_torch.py").read_text())) == clean_honest
+
+
+def text_of(report) -> str:
+    return report.model_dump_json()
+
+
+# ------------------------------------------------------------------ the result channel and the harness
+
+
+@pytest.mark.parametrize("stage", ["room", pytest.param("build", marks=pytest.mark.slow)])
+def test_forged_result_then_exit(stage, clean_honest):
+    """A made-up result line (and door frame) on every pipe/socket it can reach, then os._exit(0)."""
+    source = attack_source("atk_fake_result_exit", stage)
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "error", r.summary
+    assert r.error_kind in ("os_exit", "protocol", "no_result"), (r.error_kind, r.reasons)
+    assert_contained(r, source, before, clean_honest)
+
+
+def test_patched_harness_objects(clean_honest):
+    """compare's __code__, torch.allclose, Tensor dunders and clocks patched at import: the
+    comparison happens in the judge, which never imports the candidate."""
+    source = attack_source("atk_patch_harness")
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "fail", r.summary
+    assert not r.correctness.ok and any(not t.ok for t in r.correctness.trials)
+    assert_contained(r, source, before, clean_honest)
+
+
+# ------------------------------------------------------------------ storage, secrets, the server
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["room", pytest.param("build", marks=pytest.mark.xfail(
+    strict=True, reason=HOLE_BUILD_UNSANDBOXED + ": it rewrites stored verdicts, inserts a baseline and "
+    "overwrites cached extensions"))])
+def test_tamper_workspace_and_cache(stage, clean_honest):
+    """Rewrite stored verdicts, insert a forged baseline, overwrite cached builds of others."""
+    # another candidate's build in the cache, for the attack to find
+    judge((PROGRAMS / "cand_relu_cpp.py").read_text())
+    source = attack_source("atk_tamper_storage", stage)
+    before = Storage()
+    r = judge(source)
+    assert "TAMPERED" not in text_of(r), r.reasons
+    assert r.verdict in ("fail", "error"), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.parametrize("stage", ["room", pytest.param("build", marks=pytest.mark.xfail(
+    strict=True, reason=HOLE_BUILD_UNSANDBOXED + ": STITCH_AUTH_TOKEN is in its environment and the "
+    "server's processes (and their environ) are visible; its error message carries them into the report"))])
+def test_read_server_secrets(stage, secrets_set, capfd, clean_honest):
+    """The token in the server's environment, /proc/<ancestor>/{environ,cmdline,mem}, the server's
+    stdout through /proc/<pid>/fd/1: nothing of the server may reach the report or the stream."""
+    source = attack_source("atk_read_secrets", stage)
+    before = Storage()
+    r = judge(source)
+    text = text_of(r)
+    assert secrets_set["token"] not in text
+    assert "found the judge's spec" not in text
+    assert "wrote stdout" not in text
+    assert "pytest" not in text and "stitch_mcp.worker" not in text, "the server's processes are visible"
+    assert FORGED_STDOUT not in capfd.readouterr().out.encode()
+    assert r.verdict in ("fail", "error"), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.slow
+def test_signal_parent_and_server(short_run_timeout, clean_honest):
+    """SIGSTOP of its parent and SIGKILL of every ancestor that is the service's (the judge, the
+    worker, this test process standing in for the server): this process must survive it."""
+    source = attack_source("atk_signal_everyone")
+    before = Storage()
+    r = judge(source)
+    assert r.verdict in ("fail", "error"), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+# ------------------------------------------------------------------ processes, disk, output, locks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["atk_daemon", "atk_fork_bomb"])
+def test_daemons_die_with_the_check(program, clean_honest):
+    """A double-forked, re-parented daemon with an empty environment (and a bounded fork bomb of
+    them): dead right after the check; the candidate, otherwise correct, is caught by it."""
+    source = attack_source(program)
+    before = Storage()
+    try:
+        r = judge(source)
+        daemons = attack_daemons()
+        assert not daemons, f"{len(daemons)} daemon(s) outlived the check"
+        assert r.verdict in ("fail", "error"), r.summary
+        assert r.verdict == "error" or "background_processes" in codes(r), r.summary
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        kill_daemons(attack_daemons())
+
+
+@pytest.mark.slow
+def test_daemon_from_the_build_stage(clean_honest):
+    source = attack_source("atk_daemon", "build")
+    try:
+        judge(source)
+        assert not attack_daemons(), "a daemon started in the build worker outlived the check"
+    finally:
+        kill_daemons(attack_daemons())
+
+
+@pytest.mark.slow
+def test_fill_disk_leaves_nothing(clean_honest):
+    source = attack_source("atk_fill_disk")
+    before = Storage()
+    places = [Path(p) / FILL_NAME for p in ("/tmp", "/dev/shm", "/var/tmp", os.path.expanduser("~"))]
+    try:
+        r = judge(source)
+        left = [str(p) for p in places if p.exists()]
+        assert not left, f"files the candidate wrote outlived the check: {left}"
+        assert r.verdict == "fail", r.summary
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        for p in places:
+            p.unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+def test_output_flood(clean_honest):
+    source = attack_source("atk_flood")
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "error" and r.error_kind == "output_flood", (r.error_kind, r.reasons)
+    assert len(text_of(r)) < 200_000
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.slow
+def test_device_lock_held_by_a_daemon(clean_honest):
+    """Taking the host-wide device lock and keeping it in a daemon: the next check still gets a device."""
+    source = attack_source("atk_device_lock")
+    try:
+        r = judge(source)
+        assert r.verdict in ("fail", "error"), r.summary
+        assert not attack_daemons(), "a daemon holding the device lock outlived the check"
+        assert_contained(r, source, Storage(), clean_honest)
+    finally:
+        kill_daemons(attack_daemons())
+
+
+# ------------------------------------------------------------------ timing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", [
+    "atk_forge_timer",
+    pytest.param("atk_forge_timer_zero", marks=pytest.mark.xfail(strict=True, reason=(
+        "HOLE: a room time of exactly 0 ms is accepted (judge._timed_call takes room_ms >= 0) and "
+        "judge._judge_times scales the candidate's stats by estimate/b_room only when b_room > 0: "
+        "the report keeps candidate median_ms 0.0 with timing_contradicted only a warning"))),
+])
+def test_forged_room_clock(program, clean_honest):
+    """The room's clock patched (1 ns per read, or frozen) while forward does ~40 relus: the
+    reported time must be the judge's estimate, not the forged one."""
+    source = attack_source(program)
+    before = Storage()
+    r = judge(source, timing=True)
+    assert r.verdict == "pass", r.summary  # its outputs are right: only the time is forged
+    assert "timing_contradicted" in codes(r), r.integrity.findings
+    assert r.timing.candidate is not None and r.timing.eager is not None
+    assert r.timing.candidate.median_ms > 0.5 * r.timing.eager.median_ms, r.timing
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 2.0, r.speedup_vs_eager
+    assert_contained(r, source, before, clean_honest)
+
+
+# ------------------------------------------------------------------ the build as an attack surface
+
+
+@pytest.mark.slow
+def test_build_include_of_a_server_file(secrets_set, clean_honest):
+    """#include of a file of the server's: its text must not come back in the diagnostics."""
+    source = attack_source("atk_build_include", SECRET_PATH=str(secrets_set["file"]))
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "error", r.summary
+    assert secrets_set["text"] not in text_of(r), "the compiler printed the server's file into the report"
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.slow
+def test_build_flags_run_a_program(tmp_path, clean_honest):
+    """-wrapper in extra_cflags runs a shell in front of cc1: it must not reach the server's files."""
+    mark = Path(get_settings().data_dir).expanduser() / f"wrapper-ran-{uuid.uuid4().hex[:8]}"
+    source = attack_source("atk_build_wrapper", MARK_PATH=str(mark))
+    before = Storage()
+    try:
+        r = judge(source)
+        assert not mark.exists(), "the compiler wrapper wrote into the server's data folder"
+        assert r.verdict in ("fail", "error"), r.summary
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        mark.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------ through the MCP server
+
+
+@pytest.mark.anyio
+async def test_attack_through_the_server_in_memory():
+    """The harness-patching attack through the MCP tool (in-memory client): fail, and the server
+    answers the next call."""
+    from faultkit import call_until_done
+    from mcp import Client
+
+    from stitch_mcp.server import create_server
+
+    source = attack_source("atk_patch_harness")
+    async with Client(create_server()) as client:
+        out = await call_until_done(client, "compile_and_check", {
+            "reference": str(PROGRAMS / "ref_relu.py"), "candidate": source, "timing": False,
+            "compare_compile": False}, max_wait_s=60, deadline_s=600)
+        assert out["verdict"] == "fail", out
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert "compile_and_check" in tools
