@@ -306,6 +306,32 @@ def test_signal_parent_and_server(short_run_timeout, clean_honest):
     assert_contained(r, source, before, clean_honest)
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=HOLE_BUILD_UNSANDBOXED + ", and worker.run_worker takes the LAST "
+                   "'result' line on the event pipe and reports status ok even when the worker then died of "
+                   "SIGKILL; kill_marked misses a daemon whose environment is empty. The daemon writes a forged "
+                   "result onto the run worker's /proc/<pid>/fd/<STITCH_EVENT_FD> and kills it: a wrong "
+                   "candidate passes with a forged speedup and its forged eager time is cached as the task's "
+                   "baseline")
+def test_build_daemon_forges_the_run_result(clean_honest):
+    """The issue's first attack, reached through the build stage: a wrong candidate must not pass."""
+    source = attack_source("atk_build_daemon_forge", "build")
+    before = Storage()
+    try:
+        r = judge(source, timing=True)
+        assert r.verdict != "pass", f"a wrong candidate passed: {r.summary}"
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        _kill_forgers()
+
+
+def _kill_forgers() -> None:
+    """The forging daemon runs `python -c <program> SERVER BUILD` with an empty environment."""
+    for p in os.listdir("/proc"):
+        if p.isdigit() and "json, os, signal, sys, time" in _cmdline(p):
+            kill_daemons([int(p)])
+
+
 # ------------------------------------------------------------------ processes, disk, output, locks
 
 
@@ -380,24 +406,90 @@ def test_device_lock_held_by_a_daemon(clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", [
-    "atk_forge_timer",
-    pytest.param("atk_forge_timer_zero", marks=pytest.mark.xfail(strict=True, reason=(
-        "HOLE: a room time of exactly 0 ms is accepted (judge._timed_call takes room_ms >= 0) and "
-        "judge._judge_times scales the candidate's stats by estimate/b_room only when b_room > 0: "
-        "the report keeps candidate median_ms 0.0 with timing_contradicted only a warning"))),
-])
+@pytest.mark.parametrize("program", ["atk_forge_timer", "atk_forge_timer_zero"])
 def test_forged_room_clock(program, clean_honest):
-    """The room's clock patched (1 ns per read, or frozen) while forward does ~40 relus: the
-    reported time must be the judge's estimate, not the forged one."""
+    """The room's clock patched (1 ns per read, or frozen) while forward does ~40 relus: either the
+    room is ended (an error with a named kind) or the reported time is the judge's estimate, never
+    the forged one."""
     source = attack_source(program)
     before = Storage()
     r = judge(source, timing=True)
-    assert r.verdict == "pass", r.summary  # its outputs are right: only the time is forged
-    assert "timing_contradicted" in codes(r), r.integrity.findings
-    assert r.timing.candidate is not None and r.timing.eager is not None
-    assert r.timing.candidate.median_ms > 0.5 * r.timing.eager.median_ms, r.timing
-    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 2.0, r.speedup_vs_eager
+    if r.verdict == "error":
+        assert r.error_kind, r.reasons
+    else:
+        assert "timing_contradicted" in codes(r), r.integrity.findings
+        assert r.timing.candidate is not None and r.timing.eager is not None
+        assert r.timing.candidate.median_ms > 0.5 * r.timing.eager.median_ms, r.timing
+        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 2.0, r.speedup_vs_eager
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "HOLE: judge._timed_call accepts room_ms == 0 (`not room_ms >= 0` only rejects None/NaN/negative) and "
+    "judge._judge_times rescales the candidate's stats by estimate / b_room only when b_room > 0, so a "
+    "frozen room clock (time.perf_counter = lambda: 0.0, STITCH_SANDBOX=none: median_ms 0.0 end to end) is "
+    "reported as 0 ms with timing_contradicted only a warning"))
+def test_zero_room_time_is_replaced_by_the_judges_estimate():
+    """The judge's bracket logic fed what a frozen room clock produces: every room time 0 ms while the
+    judge's clock saw ~10 ms calls (the reference's room: 5 ms own time, 0.2 ms door overhead)."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Lane, Timed, _judge_times
+
+    n = 20
+    ref = Lane(room_ms=[5.0] * n, wall_ms=[5.2] * n, after_ms=[1.0] * (n - 1), block_medians=[5.0] * 4)
+    cand = Lane(room_ms=[0.0] * n, wall_ms=[10.2] * n, after_ms=[1.0] * (n - 1), block_medians=[0.0] * 4)
+    res = {"findings": [], "checks_run": []}
+    _judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
+    assert "timing_contradicted" in {f["code"] for f in res["findings"]}
+    assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
+
+
+def test_tiny_forged_room_time_is_replaced_by_the_judges_estimate():
+    """The same with a room clock that advances 1 ns per read (room times ~1e-6 ms): caught."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Lane, Timed, _judge_times
+
+    n = 20
+    ref = Lane(room_ms=[5.0] * n, wall_ms=[5.2] * n, after_ms=[1.0] * (n - 1), block_medians=[5.0] * 4)
+    cand = Lane(room_ms=[1e-6] * n, wall_ms=[10.2] * n, after_ms=[1.0] * (n - 1), block_medians=[1e-6] * 4)
+    res = {"findings": [], "checks_run": []}
+    _judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
+    assert "timing_contradicted" in {f["code"] for f in res["findings"]}
+    assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "HOLE: judge._judge_times forgives max(0.05 ms, 10% of the room's time) of unexplained bracket time, "
+    "so a room that reports 0.5 us for a 10 us kernel (patched torch.cuda.Event.elapsed_time) is not "
+    "contradicted: every kernel under ~50 us can claim any time above the physical floor (a forged 20x here)"))
+def test_small_forged_time_within_the_margin_is_replaced():
+    """A 10 us kernel (the size of most KernelBench level-1 kernels on an H100) reporting 0.5 us: the
+    judge's clock sees the same overhead as for the reference's room plus the 10 us the room hid."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Lane, Timed, _judge_times
+
+    n = 20
+    ref = Lane(room_ms=[0.010] * n, wall_ms=[0.030] * n, after_ms=[0.05] * (n - 1), block_medians=[0.010] * 4)
+    cand = Lane(room_ms=[0.0005] * n, wall_ms=[0.0305] * n, after_ms=[0.05] * (n - 1), block_medians=[0.0005] * 4)
+    res = {"findings": [], "checks_run": []}
+    _judge_times(res, SimpleNamespace(device="cuda"), Timed(reference=ref, candidate=cand))
+    assert res["timing"]["candidate"]["median_ms"] >= 0.005, res["timing"]["candidate"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason=(
+    "HOLE (probabilistic): judge._time_rooms checks the first 2 timed outputs and then each with "
+    "probability 1/8; a candidate that reads `message.timed` from its caller's frame is honest where it "
+    "is sure to be checked and returns uninitialised memory on later timed calls, escaping with "
+    "probability (7/8)^(n-2) for n timed calls (34% at the minimum n=10)"))
+def test_timed_calls_that_skip_work(clean_honest):
+    source = attack_source("atk_timed_garbage")
+    before = Storage()
+    r = judge(source, timing=True)
+    assert r.verdict == "fail" and "timed_output_mismatch" in codes(r), r.summary
     assert_contained(r, source, before, clean_honest)
 
 
@@ -450,3 +542,22 @@ async def test_attack_through_the_server_in_memory():
         assert out["verdict"] == "fail", out
         tools = {t.name for t in (await client.list_tools()).tools}
         assert "compile_and_check" in tools
+
+
+# ------------------------------------------------------------------ GPU versions
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="HOLE (predicted by test_small_forged_time_within_the_margin_is_replaced): "
+                   "a few-microsecond kernel's forged 0.5 us event time lies within judge._judge_times' 0.05 ms margin")
+def test_gpu_forged_event_times(clean_honest):
+    """CUDA: the room's torch.cuda.Event.elapsed_time patched to report 0.5 us for a real kernel."""
+    source = (ATTACKS / "gpu_atk_forge_events.py").read_text()
+    before = Storage()
+    r = judge(source, ref="attacks/gpu_ref_small_relu", timing=True)
+    if r.verdict != "error":
+        assert r.timing.candidate is not None and r.timing.eager is not None
+        assert r.timing.candidate.median_ms > 0.3 * r.timing.eager.median_ms, r.timing
+        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 3.0, r.speedup_vs_eager
+    assert_contained(r, source, before, clean_honest)

@@ -1,7 +1,7 @@
 """Attack: find the workspace database and the build cache, and rewrite them.
 
-Searches the places a server keeps them (its own environment and folder, /proc/<pid>/environ and
-cwd of its ancestors: the judge, the worker, the server), then: turns stored `fail` verdicts into `pass`, inserts a forged
+Searches the places a server keeps them (its own environment and folder, /proc/<pid>/environ of
+its ancestors: the judge, the worker, the server), then: turns stored `fail` verdicts into `pass`, inserts a forged
 eager baseline, overwrites every cached extension (.so), header and source of other candidates,
 and plants files. Raises with what it managed, so the report shows any success.
 """
@@ -46,7 +46,6 @@ def _visible_dirs():
     envs = [dict(os.environ)]
     for pid in _ancestors():
         try:
-            roots.add(os.readlink(f"/proc/{pid}/cwd"))
             envs.append(dict(i.decode(errors="replace").partition("=")[::2]
                              for i in open(f"/proc/{pid}/environ", "rb").read().split(b"\0") if i))
         except OSError:
