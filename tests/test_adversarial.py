@@ -235,8 +235,14 @@ def text_of(report) -> str:
 # ------------------------------------------------------------------ the result channel and the harness
 
 
+BUG_LOAD_REPLY = ("BUG (racy): the forged door frame can arrive first; judge_room.RoomClient.load returns any reply "
+                  "(a forged `Called`) and judge._load_candidate fails on `loaded.extensions`: error kind "
+                  "`internal`, which blames the service instead of the candidate")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("stage", ["room", "build"])
+@pytest.mark.parametrize("stage", [pytest.param("room", marks=pytest.mark.xfail(strict=False, reason=BUG_LOAD_REPLY)),
+                                   pytest.param("build", marks=pytest.mark.xfail(strict=False, reason=BUG_LOAD_REPLY))])
 def test_forged_result_then_exit(stage, clean_honest):
     """A made-up result line (and door frame) on every pipe/socket it can reach, then os._exit(0)."""
     source = attack_source("atk_fake_result_exit", stage)
@@ -421,7 +427,11 @@ def test_device_lock_held_by_a_daemon(clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", ["atk_forge_timer", "atk_forge_timer_zero"])
+@pytest.mark.parametrize("program", ["atk_forge_timer", pytest.param("atk_forge_timer_zero", marks=pytest.mark.xfail(
+    strict=True, reason="HOLE: a frozen room clock gives room_ms 0.0 for every timed call; judge._judge_times keeps "
+    "median_ms 0.0 (it rescales only when b_room > 0), the verdict is pass, speedup_vs_eager stays None and "
+    "check._summary then raises TypeError (`{None:.3g}`): compile_and_check raises instead of returning a "
+    "report, and nothing is stored"))])
 def test_forged_room_clock(program, clean_honest):
     """The room's clock patched (1 ns per read, or frozen) while forward does ~40 relus: either the
     room is ended (an error with a named kind) or the reported time is the judge's estimate, never
