@@ -1,15 +1,18 @@
 """Static analysis of KernelBench candidates and references, for rubric_score.
 
 Python is read with `ast`: what `ModelNew.forward` (and everything it calls in the file) calls,
-split into custom code (the compiled extension, Triton or CuPy kernels), PyTorch compute ops and
-glue (view, contiguous, empty, ...); try/except and conditional fallbacks; imports of the
+split into custom code (the compiled extension; Triton, CuTe DSL, TileLang, Numba and CuPy kernels;
+NVRTC / cuda-python launches; jiterator functions; kernels built per shape and kept in a cache),
+PyTorch compute ops and glue (view, contiguous, empty, ...); try/except and conditional fallbacks; imports of the
 reference; global or attribute caches; threads, processes and sleeps; assignments to attributes
 of torch, time or the harness; private CUDA streams.
 
 The C++/CUDA sources (string literals handed to load_inline, CuPy, ...) are read with a small
 tokenizer that drops comments and string literals, so the word "stream" or "torch::matmul" in a
 comment is never mistaken for code. ATen compute calls (torch::matmul, at::conv2d, x.matmul(y))
-are a PyTorch fallback; cuBLAS, cuBLASLt, cuDNN, CUTLASS, CUB and Thrust calls are legitimate.
+are a PyTorch fallback; cuBLAS, cuBLASLt, cuDNN, CUTLASS, CUB, Thrust and ThunderKittens calls are
+legitimate. `#define` bodies are read too (kernels often wrap `asm("cp.async ...")` in macros). C++
+with no CUDA in it is C++ for the CPU: its techniques are SIMD, threads, cache blocking, fusion.
 Each CUDA engineering technique found is reported with the line of the candidate .py it is on.
 
 Nothing here imports torch or runs the candidate.
@@ -195,6 +198,18 @@ class Analysis:
     launches: int = 0
     sources: list[CudaSource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gpu_code: bool = False  # CUDA C++ or a GPU kernel language
+    cpu_loop_nests: int = 0  # outermost loops of C++ written for the CPU (passes over memory)
+    ref_low_precision: bool = False  # the reference computes in fp16/bf16 (so TF32/BF16 math is within its rules)
+
+    @property
+    def target(self) -> str:
+        """'cuda' (CUDA C++), 'dsl' (Triton, CuTe DSL, TileLang, ... with no CUDA C++), 'cpu' (C++ with
+        no CUDA in it) or '' (no custom code to tell)."""
+        if self.gpu_code:
+            return "dsl" if self.technique_keys() & set(DSL_LANGUAGES) and not self.launches and \
+                not any("__global__" in s.text for s in self.sources) else "cuda"
+        return "cpu" if self.sources and self.has_custom_code else ""
 
     @property
     def has_custom_code(self) -> bool:
@@ -339,12 +354,25 @@ _WARP = {"__shfl_sync", "__shfl_down_sync", "__shfl_xor_sync", "__shfl_up_sync",
 _VECTOR = {"float4", "float2", "int4", "int2", "uint4", "uint2", "double2", "half2", "__half2",
            "__nv_bfloat162", "longlong2", "char4", "uchar4"}
 _PACKED_HALF = {"__hadd2", "__hmul2", "__hfma2", "__hmax2", "__hsub2", "__h2div", "h2exp", "__hmin2"}
-_ASYNC = {"__pipeline_memcpy_async", "memcpy_async", "cp_async", "pipeline", "cuTensorMapEncodeTiled",
-          "__pipeline_commit", "__pipeline_wait_prior"}
+_ASYNC = {"__pipeline_memcpy_async", "memcpy_async", "cp_async", "cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col",
+          "__pipeline_commit", "__pipeline_wait_prior", "CUtensorMap", "make_tma_copy", "make_tma_atom", "load_async",
+          "store_async", "memcpy_async_tx", "cp_async_fence", "cp_async_wait", "cp_async_bulk_tensor",
+          "make_pipeline", "producer_commit", "consumer_wait"}
+# Async-copy spellings by prefix: cutlass::arch::cp_async_zfill, cuda::ptx::cp_async_bulk_tensor_2d...,
+# CuTe's SM80_CP_ASYNC_* / SM90_TMA_* copy atoms, cuTensorMapEncode*.
+_ASYNC_ID = re.compile(r"^(cp_async|cuTensorMapEncode|SM\d+_CP_ASYNC|SM\d+_TMA_|SM\d+_BULK_COPY|tma_(load|store))")
+# Tensor-core spellings: WMMA (nvcuda::wmma), CuTe/CUTLASS MMA atoms (SM80_16x8x16_F32F16F16F32_TN,
+# SM90_64x128x16_F32BF16BF16_SS), CUTLASS's tensor-op class, ThunderKittens' mma_AB*, ldmatrix.
+_TENSOR_ID = re.compile(r"^(SM\d+_\d+x\d+x\d+_|wgmma|__hmma|mma_sync$|mma_AB|mma_AtB|MMA_Atom$|TiledMMA$|"
+                        r"make_tiled_mma$|OpClassTensorOp$|OpClassWmmaTensorOp$|ldmatrix|ldsm)")
+_TF32_MMA = re.compile(r"^(__float_to_tf32|OpMultiplyAddFastF32|tfloat32_t|tf32)$")
+_SPLIT_TF32 = re.compile(r"(?i)3x_?tf32|tf32_?x3|split_?tf32|tf32_?split|FastF32")
 _CACHE_HINTS = {"__ldg", "__ldcs", "__ldcg", "__ldca", "__ldlu", "__ldcv", "__stcs", "__stcg", "__stwt",
                 "__stwb", "__prefetch_global_l2"}
 _TF32 = {"CUBLAS_COMPUTE_32F_FAST_TF32", "CUBLAS_TF32_TENSOR_OP_MATH", "CUBLAS_COMPUTE_32F_FAST_16F",
          "CUBLAS_COMPUTE_32F_FAST_16BF", "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION"}
+
+DSL_LANGUAGES = ("triton", "cute_dsl", "tilelang", "numba", "cupy")
 
 TECHNIQUE_LABELS = {
     "shared_memory": "shared memory", "smem_tiling": "shared-memory tiling", "vectorized_access":
@@ -359,7 +387,16 @@ TECHNIQUE_LABELS = {
     "joined_streams": "extra streams joined back to the current stream", "dynamic_smem":
     "dynamic shared memory opt-in", "occupancy_api": "occupancy API for launch configuration",
     "fusion": "kernel fusion (one kernel covers several reference ops)", "triton": "Triton kernels",
+    "thunderkittens": "ThunderKittens tiles", "cute_dsl": "CuTe DSL kernels", "tilelang": "TileLang kernels",
+    "numba": "Numba CUDA kernels", "cupy": "CuPy JIT kernels", "autotune": "autotuned launch configurations",
+    # C++ for the CPU
+    "cpu_simd": "SIMD vectorisation (omp simd, at::vec::Vectorized, AVX/NEON intrinsics)",
+    "cpu_threads": "multithreading (at::parallel_for, OpenMP)", "cpu_cache_blocking": "cache blocking (tiled loops)",
+    "loop_fusion": "loop fusion (one pass over memory covers several reference ops)",
 }
+# Evidence of CUDA in a C++ source (as opposed to C++ written for the CPU)
+_CUDA_TEXT = re.compile(r"__global__|__device__|<<<|\bcuda[A-Z_]\w*|\bcu[A-Z]\w*\(|ATen/cuda|c10/cuda|cuda_runtime|"
+                        r"\bcublas|\bcudnn|\bcutlass|\bcute::|kittens|\bthrust::|\bcub::|blockIdx|threadIdx")
 
 
 @dataclass
@@ -374,6 +411,10 @@ class CxxFacts:
     stream_joins: list[int] = field(default_factory=list)
     current_stream: list[int] = field(default_factory=list)
     tf32: list[int] = field(default_factory=list)
+    tf32_mma: list[int] = field(default_factory=list)  # TF32 tensor-core math written in the kernel
+    split_tf32: bool = False  # ... with the 3xTF32 split that keeps fp32 accuracy
+    tensor_caches: list[int] = field(default_factory=list)  # static containers of tensors (replayed outputs)
+    outer_loops: int = 0  # loops not nested in another loop (passes over memory, for CPU C++)
 
 
 def _line_text(text: str, line: int) -> str:
@@ -381,24 +422,98 @@ def _line_text(text: str, line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def analyze_cxx(src: CudaSource) -> CxxFacts:
-    """Facts about one C++/CUDA source; lines are converted to the candidate .py's lines."""
-    toks = tokenize_cxx(src.text)
-    facts = CxxFacts()
-    off = src.py_line - 1
+# Words that may stand between `__global__` and a kernel's name, with or without a parenthesised
+# argument list: `__global__ void __launch_bounds__(256, 2) k(...)`, `__cluster_dims__(8, 1, 1)`,
+# `__attribute__((noinline))`, `[[nodiscard]]`, `static`, `inline`.
+_DECL_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__align__", "__maxnreg__", "__attribute__",
+                    "__declspec", "alignas", "__noinline__", "__forceinline__", "__inline__", "inline", "static",
+                    "extern", "__host__", "__device__", "__grid_constant__", "__block_size__", "__nv_register_params__"}
 
-    def tech(key: str, line: int) -> None:
-        if not any(t.key == key for t in facts.techniques):
-            facts.techniques.append(Technique(key, TECHNIQUE_LABELS[key], line + off, _line_text(src.text, line)))
 
-    def lib(name: str, line: int) -> None:
-        facts.libraries.setdefault(name, line + off)
-        tech({"cuBLAS": "cublas", "cuBLASLt": "cublaslt", "cuDNN": "cudnn", "CUTLASS": "cutlass", "CUB": "cub",
-              "Thrust": "thrust", "cuBLASDx": "cublas"}[name], line)
+def _skip_balanced(code: list[Tok], j: int, open_: str, close: str) -> int:
+    """Index just past the bracket group that opens at code[j]."""
+    depth = 0
+    while j < len(code):
+        if code[j].value == open_:
+            depth += 1
+        elif code[j].value == close or (close == ">" and code[j].value == ">>"):
+            depth -= 2 if code[j].value == ">>" else 1
+            if depth <= 0:
+                return j + 1
+        j += 1
+    return j
 
-    code = [t for t in toks if t.kind != "str"]
-    shared = syncthreads = loop = False
-    # variables initialised from gridDim (e.g. `long stride = gridDim.x * blockDim.x;`)
+
+def _kernel_name_after(code: list[Tok], k: int) -> str | None:
+    """The name declared by the `__global__` at code[k]: the identifier before the parameter list,
+    skipping attributes (with their arguments), `[[...]]` and template arguments of the return type
+    or of an explicit specialisation (`k<float>(...)`)."""
+    j, last = k + 1, None
+    while j < len(code):
+        t = code[j]
+        if t.value in (";", "{", "}", "="):
+            return None
+        if t.kind == "id" and t.value in _DECL_ATTRIBUTES:
+            j += 1
+            if j < len(code) and code[j].value == "(":
+                j = _skip_balanced(code, j, "(", ")")
+            continue
+        if t.value == "[" and j + 1 < len(code) and code[j + 1].value == "[":
+            j = _skip_balanced(code, j, "[", "]")
+            continue
+        if t.value == "<" and last is not None:
+            j = _skip_balanced(code, j, "<", ">")
+            continue
+        if t.value == "(":
+            return last
+        last = t.value if t.kind == "id" else (last if t.value in ("*", "&", "::") else None)
+        j += 1
+    return None
+
+
+# Kernel-language packages a candidate may import: top-level module -> (language, what to install)
+KERNEL_PACKAGES = {
+    "triton": ("Triton", "triton (bundled with the Linux CUDA wheels of torch)"),
+    "tilelang": ("TileLang", "tilelang"),
+    "cutlass": ("CuTe DSL", "nvidia-cutlass-dsl"),
+    "cupy": ("CuPy", "cupy-cuda12x or cupy-cuda13x (matching the CUDA driver)"),
+    "cupyx": ("CuPy", "cupy-cuda12x or cupy-cuda13x (matching the CUDA driver)"),
+    "cuda": ("cuda-python (NVRTC / driver API)", "cuda-python"),
+    "numba": ("Numba CUDA", "numba-cuda"),
+    "pycuda": ("PyCUDA", "pycuda"),
+    "thunderkittens": ("ThunderKittens", "ThunderKittens (headers from its repository; set THUNDERKITTENS_ROOT)"),
+}
+
+
+def missing_package_message(error: str) -> str | None:
+    """A clear reason for an import error that comes from a kernel-language package missing where the
+    verifier runs candidates (not a bug in the candidate), or None for any other import error."""
+    m = re.search(r"No module named '([\w.]+)'", error)
+    if not m:
+        return None
+    top = m.group(1).split(".")[0]
+    if top not in KERNEL_PACKAGES:
+        return None
+    language, install = KERNEL_PACKAGES[top]
+    return (f"the candidate is written in {language}, but `{m.group(1)}` is not installed in the Python that runs "
+            f"candidates (install {install} into that environment). This is the verifier's setup, not a bug in the "
+            f"candidate; its static rubric is still available from rubric_score.")
+
+
+def kernel_names(source: str) -> list[str]:
+    """Names of the kernels a candidate defines: `__global__` functions in its C++/CUDA strings (or in
+    a .cu text), Triton / CuTe DSL / TileLang / Numba kernels. One parser for the rubric and
+    profile_kernel, so attributes and templates between `__global__ void` and the name read alike."""
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        if "__global__" in source and not re.search(r"^\s*(import|from)\s+\w", source, re.M):
+            return list(analyze_cxx(CudaSource(source, 1)).kernels)
+    return list(analyze_candidate(source).kernels)
+
+
+def _stride_vars(code: list[Tok]) -> set[str]:
+    """Variables initialised from gridDim (e.g. `long stride = gridDim.x * blockDim.x;`)."""
     strides: set[str] = set()
     for k in range(1, len(code) - 1):
         if code[k].value == "=" and code[k - 1].kind == "id":
@@ -408,54 +523,163 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
                     strides.add(code[k - 1].value)
                     break
                 j += 1
+    return strides
+
+
+def _pragma_techniques(text: str) -> list[str]:
+    keys = []
+    if re.match(r"\s*#\s*pragma\s+unroll", text):
+        keys.append("loop_unrolling")
+    if re.match(r"\s*#\s*pragma\s+omp\s+(parallel|for|taskloop)", text):
+        keys.append("cpu_threads")
+    if re.match(r"\s*#\s*pragma\s+(omp\s+(parallel\s+for\s+)?simd|GCC\s+ivdep|clang\s+loop\s+vectorize|GCC\s+unroll)",
+                text) or re.search(r"\bsimd\b", text) and "omp" in text:
+        keys.append("cpu_simd")
+    return keys
+
+
+def _launch_args(code: list[Tok], k: int) -> list[str]:
+    """The launch configuration between `<<<` (at code[k]) and `>>>`, one string per argument."""
+    args, depth, j = [], 0, k + 1
+    cur: list[str] = []
+    while j < len(code) and not (code[j].value == ">>>" and depth == 0):
+        v = code[j].value
+        if v in "([{":
+            depth += 1
+        elif v in ")]}":
+            depth -= 1
+        if v == "," and depth == 0:
+            args.append(" ".join(cur))
+            cur = []
+        else:
+            cur.append(v)
+        j += 1
+    args.append(" ".join(cur))
+    return args
+
+
+def _id_technique(v: str, prev: str) -> str | None:
+    """The technique one identifier shows by itself (shuffles, vector types, async copies, ...)."""
+    table = [(_WARP, "warp_primitives"), (_VECTOR, "vectorized_access"), (_PACKED_HALF, "packed_half"),
+             (_ASYNC, "async_copy"), (_CACHE_HINTS, "cache_hints"), (_FAST_MATH, "fast_math"),
+             ({"__launch_bounds__"}, "launch_bounds"), ({"__restrict__", "__restrict"}, "restrict"),
+             ({"cudaStreamBeginCapture"}, "cuda_graphs"), ({"cudaFuncSetAttribute"}, "dynamic_smem")]
+    for words, key in table:
+        if v in words:
+            return key
+    if v.startswith("cudaGraph"):
+        return "cuda_graphs"
+    if v.startswith("cudaOccupancy"):
+        return "occupancy_api"
+    if _TENSOR_ID.match(v):
+        return "tensor_cores"
+    if v in ("parallel_for", "parallel_reduce", "thread", "async") and prev == "::" or v == "omp_get_thread_num":
+        return "cpu_threads"
+    if v in ("Vectorized", "vec") and prev == "::" or re.match(r"^_mm(256|512)?_\w+|^__m(128|256|512)|^v\w+q_f32$", v):
+        return "cpu_simd"
+    if _ASYNC_ID.match(v):
+        return "async_copy"
+    return None
+
+
+def _asm_techniques(toks: list[Tok]) -> list[tuple[str, int, bool]]:
+    """(technique, line, TF32 mma) for each inline-PTX body: asm("...") strings right after asm [volatile] (."""
+    out = []
+    for k, t in enumerate(toks):
+        if t.kind == "id" and t.value in ("asm", "__asm__"):
+            j = k + 1
+            while j < len(toks) and toks[j].value != "(" and j < k + 4:  # asm volatile (
+                j += 1
+            end = _skip_balanced(toks, j, "(", ")") if j < len(toks) and toks[j].value == "(" else j
+            body = " ".join(x.value for x in toks[j:end] if x.kind == "str")
+            if re.search(r"\b(w?gmma|mma\.sync|mma\.sp|ldmatrix|wgmma|tcgen05\.mma)", body):
+                out.append(("tensor_cores", t.line, bool(re.search(r"\bmma\S*\.tf32|wgmma\S*\.tf32", body))))
+            if re.search(r"\bcp\.(reduce\.)?async", body):
+                out.append(("async_copy", t.line, False))
+            if re.search(r"ld\.global(\.nc)?\.v[24]|st\.global\.v[24]", body):
+                out.append(("vectorized_access", t.line, False))
+    return out
+
+
+def _qualified(code: list[Tok], k: int) -> tuple[list[str], str]:
+    """The parts of the qualified name starting at code[k] and the token after it."""
+    parts, j = [code[k].value], k
+    while j + 2 < len(code) and code[j + 1].value == "::" and code[j + 2].kind == "id":
+        parts.append(code[j + 2].value)
+        j += 2
+    return parts, code[j + 1].value if j + 1 < len(code) else ""
+
+
+def _namespace_facts(parts: list[str]) -> tuple[str | None, str | None]:
+    """(library, technique) a qualified name shows: cutlass::..., nvcuda::wmma::..., cuda::memcpy_async."""
+    library = _LIB_NAMESPACES.get(parts[0]) if len(parts) > 1 else None
+    if parts[0] == "kittens":
+        library = "ThunderKittens"
+    key = None
+    if parts[0] == "nvcuda" or "wmma" in parts:
+        key = "tensor_cores"
+    elif parts[0] in ("cooperative_groups", "cg") and ("tiled_partition" in parts or "reduce" in parts):
+        key = "warp_primitives"
+    elif parts[-1] in ("memcpy_async", "pipeline") and parts[0] == "cuda":
+        key = "async_copy"
+    return library, key
+
+
+def _static_tensor_container(code: list[Tok], k: int) -> bool:
+    """Whether the `static` at code[k] declares a container of tensors (not a function returning one)."""
+    decl, end = [], ""
+    for x in code[k + 1:k + 40]:
+        if x.value in (";", "=", "{", "("):
+            end = x.value
+            break
+        decl.append(x.value)
+    return end != "(" and bool({"map", "unordered_map", "vector", "deque", "list", "array"} & set(decl)) \
+        and "Tensor" in decl
+
+
+def analyze_cxx(src: CudaSource) -> CxxFacts:
+    """Facts about one C++/CUDA source; lines are converted to the candidate .py's lines."""
+    toks = _with_macro_bodies(tokenize_cxx(src.text))
+    facts = CxxFacts()
+    off = src.py_line - 1
+
+    def tech(key: str, line: int) -> None:
+        if not any(t.key == key for t in facts.techniques):
+            facts.techniques.append(Technique(key, TECHNIQUE_LABELS[key], line + off, _line_text(src.text, line)))
+
+    def lib(name: str, line: int) -> None:
+        facts.libraries.setdefault(name, line + off)
+        key = {"cuBLAS": "cublas", "cuBLASLt": "cublaslt", "cuDNN": "cudnn", "CUTLASS": "cutlass", "CUB": "cub",
+               "Thrust": "thrust", "cuBLASDx": "cublas", "ThunderKittens": "thunderkittens"}[name]
+        tech(key, line)
+
+    code = [t for t in toks if t.kind != "str"]
+    shared = syncthreads = loop = False
+    strides = _stride_vars(code)
     for k, t in enumerate(code):
         if t.kind == "pp":
-            if re.match(r"\s*#\s*pragma\s+unroll", t.value):
-                tech("loop_unrolling", t.line)
+            for key in _pragma_techniques(t.value):
+                tech(key, t.line)
             continue
         if t.kind != "id":
             if t.value == "<<<":
-                args, depth, j = [], 0, k + 1
-                cur: list[str] = []
-                while j < len(code) and not (code[j].value == ">>>" and depth == 0):
-                    v = code[j].value
-                    if v in "([{":
-                        depth += 1
-                    elif v in ")]}":
-                        depth -= 1
-                    if v == "," and depth == 0:
-                        args.append(" ".join(cur))
-                        cur = []
-                    else:
-                        cur.append(v)
-                    j += 1
-                args.append(" ".join(cur))
-                facts.launches.append((t.line + off, args))
+                facts.launches.append((t.line + off, _launch_args(code, k)))
             continue
         v = t.value
         prev = code[k - 1].value if k else ""
         nxt = code[k + 1].value if k + 1 < len(code) else ""
-        # qualified name starting here (only at the start of a chain)
-        if prev != "::":
-            parts, j = [v], k
-            while j + 2 < len(code) and code[j + 1].value == "::" and code[j + 2].kind == "id":
-                parts.append(code[j + 2].value)
-                j += 2
-            after = code[j + 1].value if j + 1 < len(code) else ""
+        if prev != "::":  # a qualified name starts here: at::matmul, cublasLt..., nvcuda::wmma::...
+            parts, after = _qualified(code, k)
             if len(parts) > 1 and parts[0] in ("torch", "at", "aten") and after in ("(", "<"):
                 last = parts[-1]
                 if last in COMPUTE and last not in _ATEN_GLUE and "cuda" not in parts[1:-1]:
                     qual = "::".join(parts)
                     facts.aten.append(OpUse(canonical_op(last), qual, t.line + off, _line_text(src.text, t.line)))
-            if parts[0] in _LIB_NAMESPACES and len(parts) > 1:
-                lib(_LIB_NAMESPACES[parts[0]], t.line)
-            if parts[0] == "nvcuda" or "wmma" in parts:
-                tech("tensor_cores", t.line)
-            if parts[0] == "cooperative_groups" or parts[0] == "cg":
-                if "tiled_partition" in parts or "reduce" in parts:
-                    tech("warp_primitives", t.line)
-            if parts[-1] in ("memcpy_async", "pipeline") and parts[0] == "cuda":
-                tech("async_copy", t.line)
+            library, key = _namespace_facts(parts)
+            if library:
+                lib(library, t.line)
+            if key:
+                tech(key, t.line)
         # method call on a tensor in C++: x.matmul(y), out.add_(b)
         if prev in (".", "->") and nxt == "(" and v in COMPUTE and v not in _ATEN_GLUE:
             recv = code[k - 2] if k >= 2 else None
@@ -471,12 +695,9 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
         if v in ("getCurrentCUDABlasHandle", "getCurrentCUDABlasLtHandle"):
             lib("cuBLASLt" if "Lt" in v else "cuBLAS", t.line)
         if v == "__global__":
-            j = k + 1
-            while j < len(code) and not (code[j].value == "(" and code[j - 1].kind == "id"
-                                         and code[j - 1].value not in ("__launch_bounds__", "__align__")):
-                j += 1
-            if j < len(code) and j > k + 1:
-                facts.kernels.append(code[j - 1].value)
+            name = _kernel_name_after(code, k)
+            if name and name not in facts.kernels:
+                facts.kernels.append(name)
         elif v == "__shared__":
             shared = True
             tech("shared_memory", t.line)
@@ -484,43 +705,18 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
             syncthreads = True
         elif v in ("for", "while"):
             loop = True
-            if v == "for" and nxt == "(":
-                depth, j, header = 0, k + 1, []
-                while j < len(code):
-                    header.append(code[j].value)
-                    if code[j].value == "(":
-                        depth += 1
-                    elif code[j].value == ")":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    j += 1
-                if "+=" in header and ("gridDim" in header or set(header) & strides):
-                    tech("grid_stride_loop", t.line)
-        elif v in _WARP:
-            tech("warp_primitives", t.line)
-        elif v in _VECTOR:
-            tech("vectorized_access", t.line)
-        elif v in _PACKED_HALF:
-            tech("packed_half", t.line)
-        elif v in _ASYNC and v not in ("pipeline",):
-            tech("async_copy", t.line)
-        elif v in _CACHE_HINTS:
-            tech("cache_hints", t.line)
-        elif v in _FAST_MATH:
-            tech("fast_math", t.line)
-        elif v == "__launch_bounds__":
-            tech("launch_bounds", t.line)
-        elif v in ("__restrict__", "__restrict"):
-            tech("restrict", t.line)
-        elif v.startswith("cudaGraph") or v == "cudaStreamBeginCapture":
-            tech("cuda_graphs", t.line)
-        elif v == "cudaFuncSetAttribute":
-            tech("dynamic_smem", t.line)
-        elif v.startswith("cudaOccupancy"):
-            tech("occupancy_api", t.line)
-        elif v in ("__hmma", "mma_sync", "wgmma"):
-            tech("tensor_cores", t.line)
+            header = [x.value for x in code[k + 1:_skip_balanced(code, k + 1, "(", ")")]] if nxt == "(" else []
+            if v == "for" and "+=" in header and ("gridDim" in header or set(header) & strides):
+                tech("grid_stride_loop", t.line)
+        elif _id_technique(v, prev):
+            tech(_id_technique(v, prev), t.line)
+        if _TF32_MMA.match(v) or (v == "precision" and nxt == "::"):
+            if v != "precision" or (k + 2 < len(code) and code[k + 2].value == "tf32"):
+                facts.tf32_mma.append(t.line + off)
+        if _SPLIT_TF32.search(v):
+            facts.split_tf32 = True
+        if v == "static" and _static_tensor_container(code, k):
+            facts.tensor_caches.append(t.line + off)
         if v in _STREAM_CREATE and nxt == "(":
             facts.stream_creates.append(t.line + off)
         if v in _STREAM_JOIN and nxt == "(":
@@ -529,24 +725,63 @@ def analyze_cxx(src: CudaSource) -> CxxFacts:
             facts.current_stream.append(t.line + off)
         if v in _TF32:
             facts.tf32.append(t.line + off)
+    facts.outer_loops, blocked = _loop_nests(code)
+    if blocked:
+        tech("cpu_cache_blocking", blocked)
     if shared and syncthreads and loop:
         first = next(t for t in facts.techniques if t.key == "shared_memory")
         facts.techniques.append(Technique("smem_tiling", TECHNIQUE_LABELS["smem_tiling"], first.line, first.text))
-    # inline PTX: asm("...") bodies are string tokens right after asm [volatile] (
-    for k, t in enumerate(toks):
-        if t.kind == "id" and t.value in ("asm", "__asm__"):
-            body = " ".join(x.value for x in toks[k + 1:k + 40] if x.kind == "str")
-            if re.search(r"\b(w?gmma|mma\.sync|ldmatrix|wgmma)", body):
-                tech("tensor_cores", t.line)
-            if "cp.async" in body:
-                tech("async_copy", t.line)
-            if re.search(r"ld\.global(\.nc)?\.v[24]|st\.global\.v[24]", body):
-                tech("vectorized_access", t.line)
+    for key, line, tf32 in _asm_techniques(toks):
+        tech(key, line)
+        if tf32:
+            facts.tf32_mma.append(line + off)
     if facts.launches and any(t for t in facts.current_stream):
         line = facts.current_stream[0]
         facts.techniques.append(Technique("current_stream", TECHNIQUE_LABELS["current_stream"], line,
                                           _line_text(src.text, line - off)))
     return facts
+
+
+def _loop_nests(code: list[Tok]) -> tuple[int, int | None]:
+    """(outermost for/while loops, the line of a loop nest stepping by tiles) of a token stream: a
+    fused CPU pass is one loop nest where a naive one has a loop per op; `i += TILE` inside another
+    loop is cache blocking."""
+    outer, end, blocked = 0, -1, None
+    for k, t in enumerate(code):
+        if t.value not in ("for", "while") or t.kind != "id" or k + 1 >= len(code) or code[k + 1].value != "(":
+            continue
+        close = _skip_balanced(code, k + 1, "(", ")")
+        header = [x.value for x in code[k + 1:close]]
+        nested = k <= end
+        if not nested:
+            outer += 1
+            body = close
+            if body < len(code) and code[body].value == "{":
+                end = _skip_balanced(code, body, "{", "}") - 1
+            else:
+                while body < len(code) and code[body].value != ";":
+                    body += 1
+                end = body
+        step = [header[i + 1] for i in range(len(header) - 1) if header[i] == "+="]
+        tiled = any(re.search(r"(?i)tile", s) or re.fullmatch(r"(?i)(block|blk|bs|b[mnk]|t[mnk])(_?(size|[mnk]))?", s)
+                    or s.isdigit() and int(s) >= 8 for s in step)
+        inner = any(x.value in ("for", "while") for x in code[close:end + 1]) if not nested else True
+        if tiled and inner and blocked is None:
+            blocked = t.line
+    return outer, blocked
+
+
+def _with_macro_bodies(toks: list[Tok]) -> list[Tok]:
+    """The tokens with each `#define`'s body tokenised after it (on the directive's line): kernels
+    often wrap `asm volatile("cp.async ...")`, `mma.sync` or shuffles in macros."""
+    out: list[Tok] = []
+    for t in toks:
+        out.append(t)
+        if t.kind == "pp":
+            m = re.match(r"\s*#\s*define\s+\w+(?:\([^)]*\))?(.*)", t.value, re.S)
+            if m and m.group(1).strip():
+                out.extend(Tok(x.kind, x.value, t.line) for x in tokenize_cxx(m.group(1)))
+    return out
 
 
 _CXX_HINT = re.compile(r"__global__|__device__|#include|torch::|at::|<<<|cudaMalloc|extern\s+\"C\"|"
@@ -629,7 +864,13 @@ def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
 
 
 _EXT_LOADERS = ("load_inline", "load", "RawKernel", "RawModule", "SourceModule", "get_function", "compile",
-                "ElementwiseKernel", "ReductionKernel", "jit")
+                "ElementwiseKernel", "ReductionKernel", "jit", "get_kernel", "_create_jit_fn",
+                "_create_multi_output_jit_fn", "cuModuleGetFunction", "cuLibraryGetKernel")
+# packages whose compile()/jit()/get_kernel() build a GPU kernel the candidate wrote
+_KERNEL_PACKAGES = ("cpp_extension", "cupy", "nvrtc", "numba", "tilelang", "cutlass", "triton", "jiterator",
+                    "cuda.core", "cuda.bindings", "cuda.cuda", "pycuda")
+# calls that launch a kernel built by the candidate (cuda-python driver API, cuda.core)
+_LAUNCHERS = ("cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel")
 
 
 def _is_ext_loader(resolved: str) -> bool:
@@ -637,9 +878,45 @@ def _is_ext_loader(resolved: str) -> bool:
     if last not in _EXT_LOADERS:
         return False
     if last in ("load_inline", "RawKernel", "RawModule", "SourceModule", "ElementwiseKernel", "ReductionKernel",
-                "get_function"):
+                "get_function", "_create_jit_fn", "_create_multi_output_jit_fn", "cuModuleGetFunction",
+                "cuLibraryGetKernel"):
         return True
-    return "cpp_extension" in resolved or "cupy" in resolved or "nvrtc" in resolved or "numba" in resolved
+    if last == "load":  # torch.utils.cpp_extension.load, never triton.language.load or torch.load
+        return "cpp_extension" in resolved
+    return any(p in resolved for p in _KERNEL_PACKAGES) and not resolved.startswith("triton.language")
+
+
+def kernel_language(decorator: str) -> str | None:
+    """The kernel language a (resolved) decorator marks a function as written in, or None."""
+    if decorator.startswith("triton.") and decorator.endswith(("jit", "autotune", "heuristics")):
+        return "triton"
+    if decorator in ("cutlass.cute.kernel", "cutlass.cute.jit", "cute.kernel", "cute.jit"):
+        return "cute_dsl"
+    if decorator.startswith("tilelang") and decorator.endswith(("jit", "prim_func", "lazy_jit")) or \
+            decorator.endswith("tir.prim_func"):
+        return "tilelang"
+    if decorator.startswith("numba.cuda.") or decorator == "cupyx.jit.rawkernel":
+        return "numba" if decorator.startswith("numba") else "cupy"
+    return None
+
+
+# (pattern on a resolved dotted name, technique, label) for kernels written in Python kernel languages
+_DSL_TECHNIQUES = [
+    (r"^triton\.language\.dot$|^tilelang\.language\.gemm|^cutlass\.cute\..*(Mma|mma|warpgroup|tcgen05|gemm)",
+     "tensor_cores", "tensor cores (tl.dot / T.gemm / CuTe MMA atoms)"),
+    (r"^num_stages$|^tilelang\.language\.Pipelined$|^cutlass\.cute\..*(cpasync|tma|CopyBulk)|"
+     r"^triton\.language\..*(tensor_descriptor|descriptor_load)|^cutlass\.pipeline",
+     "async_copy", "software-pipelined / asynchronous loads (num_stages, T.Pipelined, cp.async or TMA atoms)"),
+    (r"^triton\.language\.(sum|max|min|reduce|argmax|argmin|xor_sum|cumsum|associative_scan)$|"
+     r"^tilelang\.language\.(reduce_\w+|cumsum|all_reduce)$|^cutlass\.cute\..*(shuffle|warp_reduc)",
+     "warp_primitives", "block reductions (tl.sum / T.reduce_* / CuTe shuffles lower to warp shuffles)"),
+    (r"^tilelang\.language\.alloc_shared$|^cutlass\.cute\..*(SmemAllocator|smem)",
+     "shared_memory", "shared-memory tiles (T.alloc_shared / CuTe smem)"),
+    (r"^triton\.language\.arange$|^tilelang\.language\.(Parallel|vectorized|Vectorized)$",
+     "vectorized_access", "block loads and stores over contiguous ranges (vectorised by the compiler)"),
+    (r"^triton\.language\.num_programs$", "grid_stride_loop", "persistent loop over tiles (tl.num_programs)"),
+    (r"^triton\.autotune$|^triton\.Config$|^tilelang\.autotune", "autotune", "autotuned launch configurations"),
+]
 
 
 class _PyAnalyzer:
@@ -648,12 +925,18 @@ class _PyAnalyzer:
         self.ref_src = reference_source or ""
         self.is_reference = is_reference
         self.a = Analysis()
-        self.ext_names: set[str] = set()  # module-level names bound to compiled extensions
-        self.ext_attrs: set[str] = set()  # self.<attr> bound to extensions
-        self.ext_factories: set[str] = set()  # functions returning an extension
-        self.triton_kernels: set[str] = set()
+        self.ext_names: set[str] = set()  # names bound to compiled extensions or built kernels
+        self.ext_attrs: set[str] = set()  # self.<attr> bound to extensions (or containers of built kernels)
+        self.ext_factories: set[str] = set()  # functions ("f") and methods ("self.f") returning an extension
+        self.kernel_defs: dict[str, str] = {}  # kernel-language function -> language (triton, tilelang, ...)
+        self.kernel_nodes: set[int] = set()  # ids of their FunctionDef nodes (device code, not host code)
         self.nn_attrs: dict[str, str] = {}  # self.<attr> -> canonical op of an nn module
+        self.torch_aliases: dict[str, str] = {}
         self.seen: set[int] = set()
+
+    @property
+    def triton_kernels(self) -> set[str]:
+        return {k for k, lang in self.kernel_defs.items() if lang == "triton"}
 
     # -- setup
     def collect_bindings(self) -> None:
@@ -661,39 +944,112 @@ class _PyAnalyzer:
         for node in ast.walk(mod.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for dec in node.decorator_list:
-                    d = mod.resolve(_dotted(dec.func if isinstance(dec, ast.Call) else dec))
-                    if d.startswith("triton.") and d.endswith(("jit", "autotune", "heuristics")):
-                        self.triton_kernels.add(node.name)
+                    lang = kernel_language(mod.resolve(_dotted(dec.func if isinstance(dec, ast.Call) else dec)))
+                    if lang:
+                        self.kernel_defs.setdefault(node.name, lang)
+                        self.kernel_nodes.add(id(node))
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 callee = mod.resolve(_dotted(node.value.func))
-                is_ext = _is_ext_loader(callee) or _dotted(node.value.func) in self.ext_factories
-                is_ext = is_ext or (isinstance(node.value.func, ast.Attribute)
-                                    and isinstance(_root(node.value.func), ast.Name)
-                                    and _root(node.value.func).id in self.ext_names
-                                    and node.value.func.attr == "get_function")
                 for target in node.targets:
-                    if is_ext and isinstance(target, ast.Name):
-                        self.ext_names.add(target.id)
-                    elif is_ext and isinstance(target, ast.Attribute):
-                        self.ext_attrs.add(target.attr)
-                    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                             and target.value.id == "self":
                         cls = callee.rsplit(".", 1)[-1]
                         if cls in NN_MODULES and (callee.startswith("torch.nn") or callee.startswith("nn.")
                                                   or callee == cls):
                             self.nn_attrs[target.attr] = NN_MODULES[cls]
-            # self.x = ext (an already-bound extension name)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.ext_names:
+        # names also bound to a PyTorch callable are never trusted as kernels (`k = torch.relu; k(x)`)
+        # (and no attribute or container of self that ever holds one: `self._k["x"] = torch.relu`)
+        torch_bound: set[str] = set()
+        for n in ast.walk(mod.tree):
+            if not isinstance(n, ast.Assign):
+                continue
+            value = mod.resolve(_dotted(n.value.func if isinstance(n.value, ast.Call) else n.value))
+            if not value.startswith("torch.") or isinstance(n.value, ast.Call) and _is_ext_loader(value):
+                continue
+            for t in n.targets:
+                t = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(t, ast.Name):
+                    torch_bound.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    torch_bound.add(t.attr)
+        # local aliases of torch callables: `relu = torch.relu` ... `relu(x)` is torch.relu(x)
+        self.torch_aliases = {t.id: mod.resolve(_dotted(n.value)) for n in ast.walk(mod.tree)
+                              if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute)
+                              and mod.resolve(_dotted(n.value)).startswith("torch.")
+                              for t in n.targets if isinstance(t, ast.Name)}
+        for _ in range(4):  # to a fixed point: factories of factories, caches of built kernels
+            before = (len(self.ext_names), len(self.ext_attrs), len(self.ext_factories))
+            self._bind_pass(torch_bound)
+            if before == (len(self.ext_names), len(self.ext_attrs), len(self.ext_factories)):
+                break
+
+    def _bind_pass(self, torch_bound: set[str]) -> None:
+        for node in self.host_nodes(self.mod.tree):
+            if isinstance(node, ast.Assign) and self.builds_kernel(node.value):
                 for target in node.targets:
-                    if isinstance(target, ast.Attribute):
+                    if isinstance(target, ast.Name) and target.id not in torch_bound:
+                        self.ext_names.add(target.id)
+                    elif isinstance(target, ast.Attribute) and target.attr not in torch_bound:
                         self.ext_attrs.add(target.attr)
-        for name, fn in mod.functions.items():
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Return) and node.value is not None:
-                    r = node.value
-                    if (isinstance(r, ast.Name) and r.id in self.ext_names) or (
-                            isinstance(r, ast.Call) and _is_ext_loader(mod.resolve(_dotted(r.func)))):
-                        self.ext_factories.add(name)
+                    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+                            and target.value.attr not in torch_bound:
+                        self.ext_attrs.add(target.value.attr)  # self._kernels[key] = build(...)
+        scopes = [(n, fn) for n, fn in self.mod.functions.items()] + [
+            (f"self.{n}", fn) for c in self.mod.classes.values() for n, fn in _methods(c).items()]
+        for name, fn in scopes:
+            if id(fn) in self.kernel_nodes:
+                continue
+            for node in self.host_nodes(fn):
+                if isinstance(node, ast.Return) and node.value is not None and (
+                        self.builds_kernel(node.value) or isinstance(node.value, ast.Name)
+                        and node.value.id in self.kernel_defs):
+                    self.ext_factories.add(name)
+
+    def builds_kernel(self, value: ast.AST) -> bool:
+        """Whether an expression evaluates to a compiled extension or a built kernel."""
+        if isinstance(value, ast.Name):
+            return value.id in self.ext_names
+        if isinstance(value, ast.Attribute):
+            return isinstance(value.value, ast.Name) and value.value.id == "self" and value.attr in self.ext_attrs
+        if isinstance(value, ast.Subscript):
+            return self.builds_kernel(value.value)
+        if not isinstance(value, ast.Call):
+            return False
+        f = value.func
+        written = _dotted(f)
+        if _is_ext_loader(self.mod.resolve(written)) or written in self.ext_factories:
+            return True
+        if isinstance(f, ast.Name) and self.kernel_defs.get(f.id) in ("tilelang", "cute_dsl"):
+            return True  # @tilelang.jit factories return the compiled kernel
+        if isinstance(f, ast.Attribute) and f.attr in ("get", "setdefault", "get_function", "get_kernel",
+                                                       "compile"):
+            return self.builds_kernel(f.value)
+        return False
+
+    def is_kernel_call(self, f: ast.AST) -> bool:
+        """Whether calling `f` runs custom device code."""
+        if isinstance(f, ast.Name):
+            return f.id in self.ext_names or f.id in self.kernel_defs
+        if isinstance(f, ast.Subscript):  # kernel[grid](...) (Triton, Numba) or self._kernels[key](...)
+            base = _dotted(f.value)
+            return base.rsplit(".", 1)[-1] in self.kernel_defs or self.builds_kernel(f.value)
+        if isinstance(f, ast.Call):  # self._get_kernel(n)(x), build(n)(x)
+            return self.builds_kernel(f)
+        if isinstance(f, ast.Attribute):
+            if f.attr == "launch" and isinstance(f.value, ast.Call):  # cute: kernel(args).launch(grid=...)
+                return self.is_kernel_call(f.value.func)
+            root = _root(f)
+            return self.builds_kernel(f) or self.builds_kernel(f.value) or (
+                isinstance(root, ast.Name) and root.id in self.ext_names)
+        return False
+
+    def host_nodes(self, fn: ast.AST):
+        """ast.walk over host code: kernel-language functions nested in `fn` are device code."""
+        todo = [fn]
+        while todo:
+            node = todo.pop()
+            yield node
+            todo.extend(c for c in ast.iter_child_nodes(node) if id(c) not in self.kernel_nodes)
 
     # -- reachability
     def reachable(self, cls: ast.ClassDef) -> list[ast.FunctionDef]:
@@ -709,11 +1065,11 @@ class _PyAnalyzer:
         out, todo = [], [start]
         while todo:
             fn = todo.pop()
-            if id(fn) in self.seen:
+            if id(fn) in self.seen or id(fn) in self.kernel_nodes:
                 continue
             self.seen.add(id(fn))
             out.append(fn)
-            for node in ast.walk(fn):
+            for node in self.host_nodes(fn):
                 if isinstance(node, ast.Call):
                     f = node.func
                     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
@@ -739,26 +1095,17 @@ class _PyAnalyzer:
         f = call.func
         written = _dotted(f)
         resolved = self.mod.resolve(written)
-        root = _root(f)
-        if isinstance(f, ast.Subscript):  # triton: kernel[grid](...)
-            base = _dotted(f.value)
-            if base in self.triton_kernels or base.rsplit(".", 1)[-1] in self.triton_kernels:
-                return "custom", base, written
-        if isinstance(root, ast.Name) and root.id in self.ext_names:
-            return "custom", written, written
+        if isinstance(f, ast.Name) and f.id in self.torch_aliases:
+            resolved = self.torch_aliases[f.id]
+        elif self.is_kernel_call(f):
+            return "custom", written or ast.unparse(f)[:60], written
+        if resolved.rsplit(".", 1)[-1] in _LAUNCHERS or resolved.startswith("cuda.core") and \
+                resolved.endswith(".launch"):
+            return "custom", resolved, written
         if isinstance(f, ast.Attribute):
             inner = f.value
-            if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) \
-                    and inner.value.id == "self" and inner.attr in self.ext_attrs:
-                return "custom", written, written
-            if isinstance(inner, ast.Name) and inner.id == "self" and f.attr in self.ext_attrs:
-                return "custom", written, written
-            if isinstance(inner, ast.Call) and _dotted(inner.func) in self.ext_factories:
-                return "custom", written, written
             if isinstance(inner, ast.Name) and inner.id == "self" and f.attr in self.nn_attrs:
                 return "compute", self.nn_attrs[f.attr], written
-        if isinstance(f, ast.Name) and (f.id in self.triton_kernels or f.id in self.ext_names):
-            return "custom", f.id, written
         if resolved.startswith("torch.ops."):
             parts = resolved.split(".")
             if len(parts) > 3 and parts[2] == "aten":
@@ -794,7 +1141,7 @@ class _PyAnalyzer:
         shapeish = {"size", "shape", "numel", "dim", "stride", "item", "data_ptr", "element_size", "tolist",
                     "is_contiguous"}
         for _ in range(2):
-            for node in ast.walk(fn):
+            for node in self.host_nodes(fn):
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
                     val = node.value
                     uses = {n.id for n in ast.walk(val) if isinstance(n, ast.Name)}
@@ -820,7 +1167,7 @@ class _PyAnalyzer:
         forward_calls: list[tuple[str, str, int, str, ast.FunctionDef]] = []
         for fn in fns:
             tensors = self.tensor_names(fn)
-            for node in ast.walk(fn):
+            for node in self.host_nodes(fn):
                 if isinstance(node, ast.Call):
                     kind, op, written = self.classify(node, tensors)
                     forward_calls.append((kind, op, node.lineno, written, fn))
@@ -834,17 +1181,12 @@ class _PyAnalyzer:
                         a.torch_ops.append(OpUse(op, ast.unparse(node)[:60], node.lineno, mod.text(node.lineno)))
         if self.is_reference:
             return a
-        a.kernels.extend(sorted(self.triton_kernels))
-        if self.triton_kernels:
-            line = next((n.lineno for n in ast.walk(mod.tree) if isinstance(n, ast.FunctionDef)
-                         and n.name in self.triton_kernels), None)
-            a.techniques.append(Technique("triton", TECHNIQUE_LABELS["triton"], line, mod.text(line)))
-            for node in ast.walk(mod.tree):
-                if isinstance(node, ast.Call) and _dotted(node.func).endswith(".dot") \
-                        and _dotted(node.func).split(".")[0] in ("tl", "triton"):
-                    a.techniques.append(Technique("tensor_cores", "tensor cores (tl.dot)", node.lineno,
-                                                  mod.text(node.lineno)))
-                    break
+        self.dsl_techniques()
+        self.a.gpu_code = self.a.gpu_code or bool(self.kernel_defs) or any(
+            isinstance(n, ast.keyword) and n.arg in ("cuda_sources", "extra_cuda_cflags") for n in ast.walk(mod.tree)
+        ) or any(name.split(".")[0] in ("cupy", "cupyx", "triton", "numba", "tilelang", "cutlass", "cuda", "pycuda")
+                 or "jiterator" in name for name, _ in mod.imports + [(v, 0) for v in self.torch_aliases.values()]) \
+            or any(".jiterator." in mod.resolve(_dotted(n.func)) for n in ast.walk(mod.tree) if isinstance(n, ast.Call))
         self.check_fallbacks(cls, fns)
         self.check_reference_use(cls)
         self.check_caches(fns)
@@ -853,6 +1195,57 @@ class _PyAnalyzer:
         self.check_streams_py()
         self.check_precision(fns)
         return a
+
+    def dsl_techniques(self) -> None:
+        """Kernels written in Python kernel languages, and the techniques their calls and launch
+        settings show (tl.dot / T.gemm / CuTe MMA atoms are tensor cores, num_stages and T.Pipelined
+        pipeline the loads, ...)."""
+        a, mod = self.a, self.mod
+        a.kernels.extend(sorted(k for k in self.kernel_defs if k not in a.kernels))
+        for node in ast.walk(mod.tree):  # device code cannot call PyTorch: a torch op there runs on the host
+            if id(node) in self.kernel_nodes:
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call):
+                        kind, op, written = self.classify(call, set())
+                        if kind == "compute" and self.mod.resolve(_dotted(call.func)).startswith("torch."):
+                            a.torch_ops.append(OpUse(op, written, call.lineno, mod.text(call.lineno)))
+        for node in ast.walk(mod.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) in self.kernel_nodes:
+                lang = self.kernel_defs[node.name]
+                if lang not in self.a.technique_keys():
+                    a.techniques.append(Technique(lang, TECHNIQUE_LABELS[lang], node.lineno, mod.text(node.lineno)))
+        if not self.kernel_defs and not self.ext_names and not self.ext_attrs:
+            return
+        self._triton_tf32()
+        have = a.technique_keys()
+        for node in ast.walk(mod.tree):
+            name, line = "", getattr(node, "lineno", None)
+            if isinstance(node, ast.Attribute):
+                name = mod.resolve(_dotted(node))
+            elif isinstance(node, ast.keyword) and node.arg == "num_stages" and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, int) and node.value.value >= 2:
+                name, line = "num_stages", node.value.lineno
+            for pattern, key, label in _DSL_TECHNIQUES:
+                if name and key not in have and re.search(pattern, name):
+                    have.add(key)
+                    a.techniques.append(Technique(key, label, line, mod.text(line)))
+
+    def _triton_tf32(self) -> None:
+        """tl.dot on fp32 operands defaults to TF32: on an fp32 task say so unless the call asks for
+        "ieee" or the 3xTF32 "tf32x3" precision (or allow_tf32=False)."""
+        if self._ref_low_precision():
+            return
+        for node in ast.walk(self.mod.tree):
+            if isinstance(node, ast.Call) and self.mod.resolve(_dotted(node.func)) == "triton.language.dot":
+                kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+                if kw.get("input_precision") in ("ieee", "tf32x3") or kw.get("allow_tf32") is False:
+                    continue
+                self.a.findings.append(_finding(
+                    "tf32_tensor_cores", "possible",
+                    "tl.dot on fp32 operands uses TF32 by default (10 mantissa bits), a precision downgrade on an "
+                    "fp32 task: pass input_precision=\"tf32x3\" (3xTF32, fp32-accurate) or \"ieee\"",
+                    node.lineno, self.mod.text(node.lineno), severity="warning", doc_id="card:kernel-languages"))
+                return
 
     def _binop(self, node: ast.BinOp, tensors: set[str]) -> str | None:
         if isinstance(node.op, ast.MatMult):
@@ -886,10 +1279,10 @@ class _PyAnalyzer:
                 parents[id(child)] = node
         for node in ast.walk(self.mod.tree):
             text = None
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
                 if isinstance(parents.get(id(node)), ast.JoinedStr):
                     continue
-                text = node.value
+                text = node.value if isinstance(node.value, str) else node.value.decode("utf-8", "replace")
             elif isinstance(node, ast.JoinedStr):
                 text = "".join(v.value if isinstance(v, ast.Constant) else "0" for v in node.values)
             if text is None or "\n" not in text and len(text) < 20:
@@ -903,6 +1296,17 @@ class _PyAnalyzer:
         for node in ast.walk(self.mod.tree):
             if isinstance(node, ast.Call) and self.mod.resolve(_dotted(node.func)).endswith("cpp_extension.load"):
                 self.a.notes.append(f"line {node.lineno}: sources loaded from files are not analysed")
+            if isinstance(node, ast.Call) and self.mod.resolve(_dotted(node.func)).endswith(
+                    ("_create_jit_fn", "_create_multi_output_jit_fn")) and node.args:
+                # torch.cuda.jiterator: the code string is a C++ function template that becomes the kernel
+                arg = node.args[0]
+                if isinstance(arg, ast.Name):  # code_string = "template <typename T> T k(T x) {...}"
+                    arg = next((n.value for n in ast.walk(self.mod.tree) if isinstance(n, ast.Assign)
+                                and any(isinstance(t, ast.Name) and t.id == arg.id for t in n.targets)), arg)
+                code = arg.value if isinstance(arg, ast.Constant) else ""
+                m = re.search(r"(\w+)\s*\(", re.sub(r"template\s*<[^>]*>", "", str(code)))
+                if m and m.group(1) not in self.a.kernels:
+                    self.a.kernels.append(m.group(1))
             if isinstance(node, ast.keyword) and node.arg in ("extra_cuda_cflags", "extra_cflags"):
                 flags = [c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant)
                          and isinstance(c.value, str)]
@@ -915,7 +1319,7 @@ class _PyAnalyzer:
         a, mod = self.a, self.mod
         for fn in fns:
             tensors = self.tensor_names(fn)
-            for node in ast.walk(fn):
+            for node in self.host_nodes(fn):
                 if isinstance(node, ast.Try):
                     body_kinds = self._kinds(node.body, tensors)
                     for h in node.handlers:
@@ -1002,7 +1406,14 @@ class _PyAnalyzer:
             tensors = self.tensor_names(fn)
             input_derived = tensors
             stored_attrs: dict[str, int] = {}
-            for node in ast.walk(fn):
+            local_values: dict[str, list[ast.AST]] = {}  # local name -> the values assigned to it
+            for node in self.host_nodes(fn):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                            if isinstance(e, ast.Name):
+                                local_values.setdefault(e.id, []).append(node.value)
+            for node in self.host_nodes(fn):
                 if isinstance(node, ast.Global):
                     for g in node.names:
                         assigned = [n for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
@@ -1019,12 +1430,18 @@ class _PyAnalyzer:
                                 not (isinstance(node.value, ast.Call) and
                                      _is_ext_loader(mod.resolve(_dotted(node.value.func)))):
                             stored_attrs[t.attr] = node.lineno
-                        if isinstance(t, ast.Subscript) and self._keyed_by_identity(t.slice, params):
-                            a.findings.append(_finding("output_cache", "certain",
+                        if isinstance(t, ast.Subscript) and self._persistent(t.value, local_values) \
+                                and self._is_output(node.value, input_derived):
+                            keyed = self._keyed_by_identity(t.slice, params) or any(
+                                self._keyed_by_identity(v, params) for n in ast.walk(t.slice)
+                                if isinstance(n, ast.Name) for v in local_values.get(n.id, []))
+                            a.findings.append(_finding("output_cache", "certain" if keyed else "probable",
                                                        "results are cached under a key made from the inputs' "
-                                                       "identity, pointer or shape", node.lineno,
+                                                       "identity, pointer, shape or values (caching a compiled "
+                                                       "kernel, plan, handle or descriptor per shape is fine; "
+                                                       "caching outputs is not)", node.lineno,
                                                        mod.text(node.lineno)))
-            for node in ast.walk(fn):
+            for node in self.host_nodes(fn):
                 if isinstance(node, ast.Return) and node.value is not None:
                     for n in ast.walk(node.value):
                         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" \
@@ -1064,9 +1481,29 @@ class _PyAnalyzer:
         for n in ast.walk(key):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("id", "hash"):
                 return True
-            if isinstance(n, ast.Attribute) and n.attr in ("data_ptr", "shape", "_cdata", "untyped_storage"):
+            if isinstance(n, ast.Attribute) and n.attr in ("data_ptr", "shape", "_cdata", "untyped_storage", "size",
+                                                           "item", "tolist", "tobytes", "sum", "numpy"):
                 return True
         return False
+
+    @staticmethod
+    def _persistent(container: ast.AST, local_values: dict[str, list[ast.AST]]) -> bool:
+        """A container that outlives the call: an attribute of self or a module-level name."""
+        if isinstance(container, ast.Attribute):
+            return isinstance(container.value, ast.Name) and container.value.id == "self"
+        return isinstance(container, ast.Name) and container.id not in local_values
+
+    _SIZES = {"size", "shape", "numel", "dim", "ndim", "ndimension", "stride", "dtype", "device", "is_contiguous",
+              "element_size", "get_device", "is_cuda", "layout"}
+
+    def _is_output(self, value: ast.AST, tensors: set[str]) -> bool:
+        """Whether a cached value is (derived from) a result on the inputs' data, as opposed to a
+        compiled kernel, a plan, a handle or a descriptor built from sizes, dtypes and devices."""
+        if self.builds_kernel(value):
+            return False
+        sized = {id(n.value) for n in ast.walk(value) if isinstance(n, ast.Attribute) and n.attr in self._SIZES}
+        return any(isinstance(n, ast.Name) and n.id in tensors and n.id != "self" and id(n) not in sized
+                   for n in ast.walk(value))
 
     def check_concurrency(self, fns: list[ast.FunctionDef]) -> None:
         a, mod = self.a, self.mod
@@ -1166,7 +1603,7 @@ class _PyAnalyzer:
             return
         a, mod = self.a, self.mod
         for fn in fns:
-            for node in ast.walk(fn):
+            for node in self.host_nodes(fn):
                 hit = None
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                         node.func.attr in PRECISION_CASTS:
@@ -1237,6 +1674,10 @@ def _merge_cxx(a: Analysis, ref_low_precision: bool) -> None:
     creates: list[int] = []
     for src in a.sources:
         f = analyze_cxx(src)
+        if f.kernels or f.launches or _CUDA_TEXT.search(src.text):
+            a.gpu_code = True
+        else:
+            a.cpu_loop_nests += f.outer_loops
         a.kernels.extend(k for k in f.kernels if k not in a.kernels)
         a.launches += len(f.launches)
         a.aten_ops.extend(f.aten)
@@ -1252,6 +1693,21 @@ def _merge_cxx(a: Analysis, ref_low_precision: bool) -> None:
             a.findings.append(_finding("precision_downgrade", "probable",
                                        "asks cuBLAS/cuDNN for TF32/fp16 math on an fp32 task", f.tf32[0], "",
                                        severity="warning", file=PY))
+        for line in f.tensor_caches:
+            a.findings.append(_finding(
+                "output_cache", "probable", "the C++ keeps tensors in a static container across calls: outputs "
+                "can be replayed (a static cache of plans, handles, descriptors or algorithms keyed on the shape is "
+                "fine; of tensors it is not)", line, "", severity="warning"))
+        if f.tf32_mma and not ref_low_precision:
+            if f.split_tf32:
+                a.notes.append(f"line {f.tf32_mma[0]}: TF32 tensor cores with a 3xTF32 split (fp32-accurate)")
+            else:
+                a.findings.append(_finding(
+                    "tf32_tensor_cores", "possible",
+                    "TF32 tensor-core math on an fp32 task keeps 10 mantissa bits: the rules call plain TF32 a "
+                    "precision downgrade. Keep fp32 accuracy with 3xTF32 (split each operand into a TF32 high part "
+                    "and a TF32 residual, sum the three significant products) or use fp32 FMA",
+                    f.tf32_mma[0], "", severity="warning", file=PY, doc_id="card:tensor-cores"))
     if creates and not joins_anywhere:
         a.findings.append(_finding("unjoined_stream", "certain",
                                    "the C++ source creates a private CUDA stream and never synchronizes or joins it "
@@ -1304,6 +1760,7 @@ def analyze_candidate(source: str, reference_source: str | None = None,
     if not a.has_modelnew:
         a.findings.append(_finding("no_modelnew", "probable", "no class ModelNew: nothing to check",
                                    None, "", severity="warning"))
-    _merge_cxx(a, an._ref_low_precision())
+    a.ref_low_precision = an._ref_low_precision()
+    _merge_cxx(a, a.ref_low_precision)
     _fallback_findings(a, ref_shares or [])
     return a

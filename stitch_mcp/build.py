@@ -511,11 +511,15 @@ def _unlock(fd: int | None) -> None:
         os.close(fd)
 
 
-def _import_so(module_name: str, directory: Path):
+def _import_so(module_name: str, location: Path):
+    """Import an extension module from `location`: its folder, or the .so itself (any name, e.g.
+    /proc/self/fd/N: the loader is named explicitly, not chosen by the file's suffix)."""
+    import importlib.machinery
     import importlib.util
 
-    path = directory / f"{module_name}.so"
-    spec = importlib.util.spec_from_file_location(module_name, str(path))
+    path = location / f"{module_name}.so" if location.is_dir() else location
+    loader = importlib.machinery.ExtensionFileLoader(module_name, str(path))
+    spec = importlib.util.spec_from_file_location(module_name, str(path), loader=loader)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -526,11 +530,11 @@ class BuildCache:
     """Installed in a worker: records what each load_inline/load did."""
 
     def __init__(self, root: Path, candidate_source: str = "", candidate_file: str = "",
-                 allow_build: bool = True, emit=None, read_roots: list[Path] | None = None):
+                 allow_build: bool = True, emit=None, prebuilt: dict[str, str] | None = None):
         self.root = Path(root)
-        # finished builds to load from before building into `root` (the candidate room sees its
-        # build stage's output read-only and builds anything new in its own folder)
-        self.read_roots = [Path(r) for r in read_roots or []]
+        # extensions built earlier, by key: paths of their .so (in a candidate room, /proc/self/fd/N
+        # of files the judge opened in the cache); anything else is built into `root`
+        self.prebuilt = dict(prebuilt or {})
         self.smap = SourceMap(candidate_source)
         self.candidate_file = candidate_file
         self.allow_build = allow_build
@@ -585,13 +589,16 @@ class BuildCache:
                   "seconds": 0.0, "with_cuda": with_cuda}
         self.extensions.append(record)
         objdir = self.root / "objects" / full_key
-        for r in self.read_roots:
-            if (r / "objects" / full_key / "done").exists():
-                objdir = r / "objects" / full_key
-                break
         gpu_ok = torch.cuda.is_available() and torch.version.cuda is not None
         t0 = time.monotonic()
 
+        if full_key in self.prebuilt:
+            record["cached"] = True
+            if with_cuda and not gpu_ok:
+                raise NeedsGPU(f"extension '{a['name']}' is CUDA code (compiled earlier); running it needs a GPU")
+            module = _import_so(module_name, Path(self.prebuilt[full_key]))
+            record["seconds"] = round(time.monotonic() - t0, 3)
+            return module
         if (objdir / "done").exists() and (objdir / f"{module_name}.so").exists():
             record["cached"] = True
             if with_cuda and not gpu_ok:

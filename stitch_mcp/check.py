@@ -12,6 +12,7 @@ workspace with its routing decision.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import logging
 import os
 import secrets
@@ -134,9 +135,12 @@ def _static_problems(source: str) -> tuple[str, str, int | None] | None:
 def compile_and_check(*, candidate: str, reference: str | None = None, task_id: str | None = None,
                       trials: int | None = None, atol: float | None = None, rtol: float | None = None,
                       timing: bool = True, compare_compile: bool | None = None,
+                      parent_candidate_id: str | None = None, session: str | None = None,
                       progress: Progress | None = None) -> CheckReport:
     from stitch_mcp.build import cached_manifest
-    from stitch_mcp.devices import acquire_device
+    from stitch_mcp.build_room import build_in_room
+    from stitch_mcp.ceilings import reference_flops
+    from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
     from stitch_mcp.worker import run_worker
@@ -144,7 +148,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     t_start = time.monotonic()
     settings = get_settings()
     task = resolve_task(reference, task_id)
-    cand = resolve_candidate(candidate, None, task)
+    cand = resolve_candidate(candidate, None, task, parent_id=parent_candidate_id, session=session)
     ws = get_workspace()
     trials = trials or settings.trials
     compare_compile = settings.compare_compile if compare_compile is None else compare_compile
@@ -155,10 +159,10 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     build_root = Path(settings.build_dir).expanduser()
     build_root.mkdir(parents=True, exist_ok=True)
     cuda_possible = _cuda_possible()
-    env = {"TORCH_EXTENSIONS_DIR": str(candidate_scope(build_root, cand.source) / "torch_extensions")}
+    env: dict[str, str] = {}  # the judge builds nothing: each room has its own extensions folder
     if settings.executor == "ray":
-        return _check_on_ray(report, task, cand, ws, t_start, progress, trials=trials, atol=atol, rtol=rtol,
-                             timing=timing, compare_compile=compare_compile)
+        return _check_on_ray(report, task, cand, ws, t_start, progress, session, trials=trials, atol=atol,
+                             rtol=rtol, timing=timing, compare_compile=compare_compile)
     workroot = Path(tempfile.mkdtemp(prefix=f"check-{cand.candidate_id}-", dir=_work_parent(settings)))
 
     try:
@@ -171,15 +175,15 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                 report.build.diagnostics = [Diagnostic(message=message, file="candidate.py", line=line,
                                                        candidate_line=line,
                                                        source_line=_line(cand.source, line))]
-            return _finish(report, ws, t_start)
+            return _finish(report, ws, t_start, session)
 
         # ------------------------------------------------------------ build
         manifest = cached_manifest(candidate_scope(build_root, cand.source), cand.source)
         if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
             manifest = {"extensions": []}  # nothing to build: straight to the run stage
         early_baselines = None
-        if manifest is None and timing and cuda_possible \
-                and not _cached_baselines(ws, task.task_id, settings.timing_iters):
+        if manifest is None and timing and compare_compile and cuda_possible \
+                and not _cached_baselines(ws, task.task_id, settings.timing_iters):  # torch.compile's, cached
             early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, env, progress)
         if manifest is not None:
             report.build = BuildReport(ok=True, cached=True, extensions=[
@@ -188,25 +192,23 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             needs_gpu = manifest.get("needs_gpu") or ""
             progress.update(1, 3, "build cached")
         else:
-            progress.update(0, 3, "building")
-            spec = {"candidate_source": cand.source, "build_root": str(candidate_scope(build_root, cand.source)),
-                    "limits": _limits(settings.build_timeout_s, cuda_possible)}
-            res = run_worker("build", spec, workdir=workroot / "build", timeout_s=settings.build_timeout_s,
-                             register_kill=progress.on_cancel, env=env)
+            progress.update(0, 3, "building (in the candidate's sandbox)")
+            res = build_in_room(cand.source, candidate_scope(build_root, cand.source), settings, gpu=cuda_possible,
+                                register_kill=progress.on_cancel)
             progress.check()
             report.stage_seconds["build"] = round(res.seconds, 3)
             _fill_build(report, res, cand.source)
             if not res.ok or (res.result or {}).get("error"):
                 _error_from(report, res, stage="build", source=cand.source)
                 report.output = _trim(res.output)
-                return _finish(report, ws, t_start)
+                return _finish(report, ws, t_start, session)
             needs_gpu = (res.result or {}).get("needs_gpu", "")
             progress.update(1, 3, "built")
         if needs_gpu:
             report.verdict, report.error_kind = "error", "needs_gpu"
             report.reasons = [f"needs a GPU to run: {needs_gpu}. Run the check on a machine "
                               "with a CUDA device (correctness and timing were not measured)"]
-            return _finish(report, ws, t_start)
+            return _finish(report, ws, t_start, session)
 
         # ------------------------------------------------------------ run
         if early_baselines is not None:
@@ -216,6 +218,9 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         spec = run_spec(task.source, cand.source, build_root, settings, trials=trials, timing=timing,
                         compare_compile=compare_compile, atol=atol, rtol=rtol, baselines=baselines,
                         limits=_limits(settings.run_timeout_s, cuda_possible))
+        # the roofline floor counts the reference's FLOPs where profile_reference measured them
+        spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference",
+                                                                              task_id=task.task_id))
         progress.update(1, 3, "running correctness, integrity and timing")
 
         def on_event(ev: dict) -> None:
@@ -223,12 +228,10 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                 extra = f" trial {ev['trial']}" if "trial" in ev else (f" {ev['what']}" if "what" in ev else "")
                 progress.update(1, 3, f"{ev.get('name')}{extra}")
 
-        progress.update(1, 3, "waiting for a free device")
-        with acquire_device(check_cancel=progress.check) as lease:
-            progress.update(1, 3, f"running on {lease.label}")
-            res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
-                             on_event=on_event, register_kill=progress.on_cancel, env={**env, **lease.worker_env()})
-        released_at = time.time()
+        gpu = choose_device()
+        spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
+        res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
+                         on_event=on_event, register_kill=progress.on_cancel, env={**env, **pin_env(gpu)})
         progress.check()
         report.output = _trim(res.output)
         report.stage_seconds["run"] = round(res.seconds, 3)
@@ -237,10 +240,11 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             report.stage_seconds[k] = v
         report.device = out.get("device", "")
         _fill_run(report, out, cand.source)
-        report.timing.lease, report.timing.lease_wait_s = lease.label, round(lease.waited_s, 3)
-        report.timing.window = [lease.acquired_at, released_at]
-        if lease.note:
-            report.notes.append(lease.note)
+        lease = out.get("lease") or {}
+        report.timing.lease, report.timing.lease_wait_s = lease.get("label", ""), lease.get("waited_s", 0.0)
+        report.timing.window = lease.get("window")
+        if lease.get("note"):
+            report.notes.append(lease["note"])
         if out.get("needs_gpu"):
             report.verdict, report.error_kind = "error", "needs_gpu"
             report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]
@@ -250,7 +254,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             _store_baselines(ws, task.task_id, out, settings.timing_iters)
             _verdict(report)
         progress.update(3, 3, "done")
-        return _finish(report, ws, t_start)
+        return _finish(report, ws, t_start, session)
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
 
@@ -316,6 +320,9 @@ def _fill_run(report: CheckReport, out: dict, source: str) -> None:
         tr = TimingReport(method=t.get("method", ""), device=out.get("device", ""), candidate=stats(t.get("candidate")),
                           eager=stats(t.get("eager")), compiled=stats(t.get("compiled")),
                           compile_note=t.get("compile_note", ""), floor_ms=t.get("floor_ms"),
+                          floor_bound=t.get("floor_bound"), floor_note=t.get("floor_note", ""),
+                          eager_block_spread=t.get("eager_block_spread"),
+                          candidate_block_spread=t.get("candidate_block_spread"),
                           floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")))
         if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
             tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
@@ -327,6 +334,10 @@ def _fill_run(report: CheckReport, out: dict, source: str) -> None:
                 report.speedup_vs_compile = round(tr.compiled.median_ms / tr.candidate.median_ms, 4)
     for n in out.get("notes", []):
         report.notes.append(n)
+    room = out.get("room") or {}
+    if room.get("isolation"):
+        report.isolation = f"{room['isolation']}: {', '.join(room.get('mechanisms') or [])}"
+        report.notes += [f"isolation: {w}" for w in room.get("warnings") or []]
 
 
 def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
@@ -361,6 +372,11 @@ def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
               "runtime_error": "the candidate's forward raised", "reference_error": "the reference failed",
               "timeout": "timeout", "output_flood": "output flood", "os_exit": "the worker exited",
               }.get(kind, kind.replace("_", " "))
+    from stitch_mcp.analysis import missing_package_message
+
+    if kind == "import_error" and (hint := missing_package_message(message)):
+        report.reasons = [hint + where]  # the verifier's setup, not the candidate's bug
+        return
     text = message if message.lower().startswith(prefix.lower()) else f"{prefix}: {message}"
     report.reasons = [text[:1500] + where + (f" — {why}" if why and why not in text else "")]
     if res.stage and res.status in ("timeout", "crash", "no_result", "flood"):
@@ -412,7 +428,7 @@ def _summary(report: CheckReport) -> str:
             elif t.compile_note:
                 parts.append(t.compile_note)
             if t.floor_fraction is not None:
-                parts.append(f"{t.floor_fraction:.0%} of the memory-bandwidth floor")
+                parts.append(f"{t.floor_fraction:.0%} of its {t.floor_bound or 'memory'}-bound roofline floor")
             lines.append("Timing: " + "; ".join(parts) + ".")
             if report.speedup_vs_eager is not None and report.speedup_vs_eager < 1:
                 lines.append("Next: it is slower than eager; profile it with profile_kernel.")
@@ -432,7 +448,8 @@ def _summary(report: CheckReport) -> str:
     return "\n".join(lines)
 
 
-def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress: Progress, **options) -> CheckReport:
+def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress: Progress, session: str | None,
+                  **options) -> CheckReport:
     """The same check as a one-GPU Ray task on whichever node Ray picks; stored here."""
     from stitch_mcp.executor import run_remote
 
@@ -444,17 +461,17 @@ def _check_on_ray(report: CheckReport, task, cand, ws, t_start: float, progress:
     remote = CheckReport.model_validate(out["result"])
     remote.route = None
     remote.notes.append(f"ran on Ray node {out['node_id'][:12]}, GPU ids {out['gpu_ids'] or 'none'}")
-    return _finish(remote, ws, t_start)
+    return _finish(remote, ws, t_start, session)
 
 
-def _finish(report: CheckReport, ws, t_start: float) -> CheckReport:
+def _finish(report: CheckReport, ws, t_start: float, session: str | None = None) -> CheckReport:
     from stitch_mcp.loop import route_after
 
     report.stage_seconds["total"] = round(time.monotonic() - t_start, 3)
     report.summary = _summary(report)
     ws.add_report("check", report, task_id=report.task_id, candidate_id=report.candidate_id)
     try:
-        report.route = route_after(report.task_id, report.candidate_id)
+        report.route = route_after(report.task_id, report.candidate_id, session=session)
     except Exception:  # routing must not lose the verdict
         log.exception("route_after failed")
     return report

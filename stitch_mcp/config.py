@@ -38,7 +38,8 @@ class Settings(BaseSettings):
     ncu_clock_control: Literal["none", "base"] = Field("none", description="ncu --clock-control")
     compare_compile: bool = Field(True, description="also time the reference under torch.compile")
     allowed_roots: str = Field("", description="os.pathsep-separated folders that paths may point into; "
-                                                "empty: the working directory and the data directory")
+                                                "empty: the client's roots, else the working directory and the data "
+                                                "directory (never / or a home directory; see sources.allowed_roots)")
     auth_token: str = Field("", description="bearer token required over HTTP")
     executor: Literal["local", "ray"] = Field("local", description="where verifications run")
     ray_address: str = Field("", description="Ray cluster address for --executor ray")
@@ -48,6 +49,11 @@ class Settings(BaseSettings):
                             "allows), or a weaker ceiling; none disables the sandbox")
     sandbox_uid_base: int = Field(61000, ge=1000, description="as root, sandbox slot N runs as this uid + N")
     bwrap: str = Field("", description="path of the bubblewrap binary; empty: bwrap on PATH")
+    docs_index_warmup: bool = Field(True, description="serve: build the documentation index in the background "
+                                    "at start, so the first search_cuda_docs does not wait for it")
+    session: str = Field("", description="the history this run belongs to (each candidate's parent, feedback and "
+                                         "routing decisions are kept per session); empty: the MCP server gives each "
+                                         "client connection its own, the CLI uses 'local'")
 
     @property
     def db_path(self) -> Path:
@@ -69,11 +75,6 @@ class Settings(BaseSettings):
     def gpu_indices(self) -> set[int]:
         """The device indices `gpus` names; empty: all visible."""
         return {int(x) for x in self.gpus.split(",") if x.strip()}
-
-    def roots(self) -> list[Path]:
-        if self.allowed_roots:
-            return [Path(p).expanduser().resolve() for p in self.allowed_roots.split(os.pathsep) if p]
-        return [Path.cwd().resolve(), self.data_dir.expanduser().resolve()]
 
 
 _overrides: dict = {}

@@ -139,16 +139,38 @@ async def _run(out: Path, gpu: bool) -> int:
         table.add_row(row["candidate"], fmt(row["verdict"]), fmt(row["eager"]), fmt(row["compile"]),
                       fmt(row["rubric"]), fmt(row["overall"]), fmt(row["route"]))
     console.print(table)
+    console.print(_story(demo.rows, gpu))
     console.print(f"JSON reports, prompts and images: {out}")
     return 0 if all(r["verdict"] == "pass" for r in demo.rows) else 1
 
 
+def _story(rows: list[dict[str, Any]], gpu: bool) -> str:
+    """One sentence on what the loop achieved: the improved candidate against the naive one."""
+    if len(rows) < 2 or any(r["verdict"] != "pass" for r in rows):
+        return "Not every candidate passed: read the reports above for why."
+    naive, improved = rows[0], rows[1]
+    speed = (f"{improved['eager']:.2f}x eager (the naive one: {naive['eager']:.2f}x)"
+             if improved["eager"] and naive["eager"] else "faster than the naive one")
+    how = ("one fused, vectorized pass over memory" if gpu else
+           "one fused pass over memory, split across cores and vectorised")
+    return (f"The Verifier's feedback on the naive candidate led to {how}: {speed}, "
+            f"rubric {improved['overall'] or 0:.2f} against {naive['overall'] or 0:.2f}.")
+
+
 def _doc_query(kernel: dict | None, feedback: list[str]) -> str:
+    """What to ask search_cuda_docs: profile_kernel's own query, else the technique the first feedback
+    item names (its [tag] in words), never the item's whole text."""
+    from stitch_mcp.analysis import TECHNIQUE_LABELS
+
     for k in (kernel or {}).get("kernels", []):
         for s in k.get("suggestions", []):
             if s.get("doc_query"):
                 return s["doc_query"]
-    return feedback[0] if feedback else "fuse elementwise operations into one kernel with vectorized loads"
+    for item in feedback:
+        tag = item[1:item.index("]")] if item.startswith("[") and "]" in item else ""
+        if tag in TECHNIQUE_LABELS:
+            return TECHNIQUE_LABELS[tag]
+    return "fuse elementwise operations into one kernel with vectorized loads"
 
 
 def run_demo(out: str | None) -> int:

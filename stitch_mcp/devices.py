@@ -57,7 +57,8 @@ def _foreign_processes(pynvml, handle) -> int | None:
     for proc in procs:
         try:
             with open(f"/proc/{proc.pid}/environ", "rb") as fh:
-                if b"STITCH_WORKER_TOKEN=" in fh.read():
+                seen = fh.read()
+                if b"STITCH_WORKER_TOKEN=" in seen or b"STITCH_ROOM=1" in seen:  # a worker or a room of ours
                     continue
         except OSError:
             pass
@@ -123,6 +124,29 @@ class Lease:
         if self.gpu is None:
             return {}
         return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(self.gpu.index)}
+
+
+def choose_device() -> Gpu | None:
+    """The GPU a check will run on, chosen without holding it (the judge takes the lease only for
+    its trials and timing, so imports and lazy builds overlap other checks): a free one if any, else
+    the least busy. None without a GPU."""
+    gpus = discover()
+    if not gpus:
+        return None
+    for gpu in sorted(gpus, key=lambda g: (g.busy, g.memory_used)):
+        with open(_lock_path(gpu), "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            return gpu
+    return min(gpus, key=lambda g: (g.busy, g.memory_used))
+
+
+def pin_env(gpu: Gpu | None) -> dict[str, str]:
+    """Environment that pins a worker process to `gpu`."""
+    return Lease(gpu, 0.0).worker_env()
 
 
 @contextlib.contextmanager

@@ -86,9 +86,13 @@ class Load(BaseModel):
     kind: Literal["load"] = "load"
     program: str = Field(description="file name inside the room's working folder")
     model_class: Literal["ModelNew", "Model"] = "ModelNew"
+    build_model: bool = Field(True, description="build the model too (False: import only, which builds "
+                                              "the candidate's extensions)")
     init_args: list[Any] = Field(default_factory=list)
     device: str = "cpu"
-    build_roots: list[str] = Field(default_factory=list, description="read-only build caches to load from")
+    visible_devices: str | None = Field(None, description="CUDA_VISIBLE_DEVICES to set before CUDA starts")
+    prebuilt: dict[str, int] = Field(default_factory=dict, description="extension key -> index of the .so's "
+                                     "file descriptor among those attached to this message")
 
 
 class LoadState(BaseModel):

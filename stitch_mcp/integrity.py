@@ -1,13 +1,13 @@
-"""Integrity checks that run inside the run worker (they need the live tensors).
+"""Tensor-level tools of the integrity checks: flattening and cloning outputs, bit-exact
+comparison, the poison that shows elements never written, fingerprints.
 
-Each check yields findings as plain dicts (code, message, severity, confidence); the parent turns
-them into `Finding` models. Every error-severity finding fails the verdict.
+The judge (stitch_mcp.judge) uses them on its own copies; the candidate's room only poisons its
+free memory with them. Findings are plain dicts (code, message, severity, confidence); the server
+turns them into `Finding` models. Every error-severity finding fails the verdict.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any
 
 # Poison values: NaNs with a payload that arithmetic never produces (it yields the canonical NaN),
@@ -19,117 +19,6 @@ INT_POISON = -0x5A5A5A5A
 
 def finding(code: str, message: str, severity: str = "error", confidence: str = "certain", **extra) -> dict:
     return {"code": code, "message": message, "severity": severity, "confidence": confidence, **extra}
-
-
-# ------------------------------------------------------------------ harness identity (monkey-patching)
-
-
-def harness_snapshot() -> dict[str, Any]:
-    """Identities of the functions the harness relies on, taken before the candidate is imported."""
-    import time
-
-    import torch
-
-    from stitch_mcp import correctness, timing
-
-    snap: dict[str, Any] = {
-        "time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
-        "time.time": time.time, "time.monotonic": time.monotonic,
-        "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
-        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-        "torch.cuda.Event.record": torch.cuda.Event.record,
-        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
-        "torch.cuda.Stream.synchronize": torch.cuda.Stream.synchronize,
-        "torch.cuda.current_stream": torch.cuda.current_stream,
-        "torch.allclose": torch.allclose, "torch.equal": torch.equal, "torch.isclose": torch.isclose,
-        "torch.Tensor.clone": torch.Tensor.clone, "torch.Tensor.copy_": torch.Tensor.copy_,
-        "torch.Tensor.__sub__": torch.Tensor.__sub__, "torch.Tensor.abs": torch.Tensor.abs,
-        "torch.nn.Module.__call__": torch.nn.Module.__call__,
-        "torch.manual_seed": torch.manual_seed,
-    }
-    for mod in (timing, correctness):
-        for name in dir(mod):
-            if name.startswith("__"):
-                continue
-            val = getattr(mod, name)
-            if callable(val) and getattr(val, "__module__", "") == mod.__name__:
-                snap[f"{mod.__name__}.{name}"] = val
-    snap["stitch_mcp.timing._perf_counter"] = timing._perf_counter
-    return snap
-
-
-def _resolve(path: str):
-    import importlib
-    import sys
-
-    parts = path.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        modname = ".".join(parts[:cut])
-        mod = sys.modules.get(modname)
-        if mod is None:
-            try:
-                mod = importlib.import_module(modname)
-            except ImportError:
-                continue
-        obj = mod
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        return obj
-    return None
-
-
-def check_harness(snap: dict[str, Any], when: str) -> list[dict]:
-    changed = [name for name, obj in snap.items() if _resolve(name) is not obj]
-    if not changed:
-        return []
-    return [finding("monkey_patching",
-                    f"the candidate replaced harness functions ({', '.join(changed[:6])}) {when}; "
-                    "timers, synchronisation and comparison functions must not be patched",
-                    evidence=changed)]
-
-
-# ------------------------------------------------------------------ threads and processes
-
-
-def thread_snapshot() -> dict[str, Any]:
-    try:
-        os_threads = len(os.listdir("/proc/self/task"))
-    except OSError:
-        os_threads = threading.active_count()
-    children = set()
-    try:
-        for t in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{t}/children") as fh:
-                children.update(int(x) for x in fh.read().split())
-    except (OSError, ValueError):
-        pass
-    return {"py": {t.ident for t in threading.enumerate() if t.is_alive()},
-            "names": {t.ident: t.name for t in threading.enumerate()},
-            "os": os_threads, "children": children}
-
-
-def check_threads(before: dict[str, Any], after: dict[str, Any]) -> list[dict]:
-    out = []
-    new_py = after["py"] - before["py"]
-    if new_py:
-        names = [after["names"].get(i, "?") for i in new_py]
-        out.append(finding("background_threads",
-                           f"the candidate started {len(new_py)} Python thread(s) still running after its calls "
-                           f"({', '.join(names[:4])}): work hidden from the timer or done after the check"))
-    new_children = after["children"] - before["children"]
-    if new_children:
-        out.append(finding("background_processes",
-                           f"the candidate started {len(new_children)} child process(es) still running"))
-    grew = after["os"] - before["os"]
-    if grew > 0 and not new_py:
-        out.append(finding("native_threads",
-                           f"the process has {grew} more native thread(s) after the candidate's calls; "
-                           "usually a library's thread pool, but work on threads escapes the timer",
-                           severity="warning", confidence="possible"))
-    return out
 
 
 # ------------------------------------------------------------------ tensors
@@ -189,58 +78,6 @@ def count_true(mask) -> int:
     """How many elements of a bool tensor are set; one pass when none is (summing a bool tensor
     first copies it to int64)."""
     return int(mask.sum()) if bool(mask.any()) else 0
-
-
-def check_inputs_unchanged(before: list[Any], after: list[Any]) -> list[dict]:
-    import torch
-
-    changed = []
-    for i, (b, a) in enumerate(zip(flatten(before), flatten(after))):
-        if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor) and not same_bits(b, a):
-            changed.append(i)
-    if not changed:
-        return []
-    return [finding("input_mutation", f"the candidate modified its input(s) {changed} in place; "
-                                      "write results to new tensors and leave the inputs untouched")]
-
-
-def check_plain_outputs(outputs: list[Any], inputs: list[Any], device: str) -> list[dict]:
-    """Outputs must be plain dense tensors with their own storage."""
-    import torch
-
-    out = []
-    input_ptrs = set()
-    for t in flatten(inputs):
-        if isinstance(t, torch.Tensor) and t.numel():
-            try:
-                input_ptrs.add(t.untyped_storage().data_ptr())
-            except Exception:
-                pass
-    for i, o in enumerate(outputs):
-        if not isinstance(o, torch.Tensor):
-            out.append(finding("not_a_tensor", f"output {i} is a {type(o).__name__}, not a torch.Tensor"))
-            continue
-        if type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
-            out.append(finding("tensor_subclass", f"output {i} is a {type(o).__name__} (a Tensor subclass); return "
-                                                  "a plain torch.Tensor (lazy or deferred values are not accepted)"))
-            continue
-        if o.layout != torch.strided or o.is_sparse:
-            out.append(finding("not_dense", f"output {i} has layout {o.layout}; return a dense strided tensor"))
-            continue
-        if o.device.type == "meta":
-            out.append(finding("no_storage", f"output {i} is a meta tensor with no data"))
-            continue
-        try:
-            ptr = o.untyped_storage().data_ptr()
-        except Exception as exc:
-            out.append(finding("no_storage", f"output {i} has no accessible storage ({exc})"))
-            continue
-        if o.numel() and ptr == 0:
-            out.append(finding("no_storage", f"output {i} has no storage"))
-        elif o.numel() and ptr in input_ptrs:
-            out.append(finding("output_aliases_input", f"output {i} shares storage with an input; "
-                                                       "return a new tensor", severity="error"))
-    return out
 
 
 def poison_free_memory(templates: list[Any], device: str) -> None:
@@ -322,40 +159,6 @@ def fingerprint(o) -> tuple | None:
     # in the tensor's own precision: a float64 sum would first copy all of it to float64
     total = float(torch.nansum(f)) if f.is_floating_point() else float(f.sum())
     return (n, total, tuple(sample.cpu().tolist()))
-
-
-# ------------------------------------------------------------------ physical floor
-
-# Peak memory bandwidth (bytes/s) by device name; measured copy bandwidth is below these.
-BANDWIDTH = [("H200", 4.8e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H20", 4.0e12), ("GH200", 4.0e12),
-             ("B200", 8.0e12), ("B100", 8.0e12), ("A100", 2.04e12), ("L40S", 0.864e12), ("L40", 0.864e12),
-             ("L4", 0.3e12), ("A10", 0.6e12), ("RTX 4090", 1.01e12), ("RTX 6000", 0.96e12), ("V100", 0.9e12),
-             ("T4", 0.32e12)]
-
-
-def peak_bandwidth(device: str) -> tuple[float | None, str]:
-    import torch
-
-    if not device.startswith("cuda"):
-        return None, ""
-    name = torch.cuda.get_device_name(torch.device(device))
-    for key, bw in BANDWIDTH:
-        if key in name:
-            return bw, f"{name}: peak {bw / 1e12:.2f} TB/s"
-    # Unknown GPU: measure a device-to-device copy and allow 30% above it.
-    n = 128 * 1024 * 1024
-    a = torch.empty(n, dtype=torch.uint8, device=device)
-    b = torch.empty_like(a)
-    b.copy_(a)
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(5):
-        b.copy_(a)
-    e.record()
-    torch.cuda.synchronize()
-    bw = 2 * n * 5 / (s.elapsed_time(e) / 1e3) * 1.3
-    return bw, f"{name}: measured copy bandwidth x1.3 = {bw / 1e12:.2f} TB/s"
 
 
 def tensor_bytes(values: list[Any]) -> int:

@@ -13,7 +13,8 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+import contextvars
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ class Progress:
         self.total: float | None = None
         self.message: str = ""
         self.version = 0
+        self.messages: list[str] = []  # every step's message, for a client that reads them all
         self._cancel = threading.Event()
         self._on_cancel: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -44,7 +46,13 @@ class Progress:
         with self._lock:
             self.done, self.total, self.message = done, total if total is not None else self.total, message
             self.version += 1
-        log.info("progress %s/%s %s", done, total, message)
+            if message and len(self.messages) < 1000:
+                self.messages.append(message)
+        self.announce()
+
+    def announce(self) -> None:
+        """Tell a person about the new progress (the log on stderr; the CLI prints it instead)."""
+        log.info("progress %s/%s %s", self.done, self.total, self.message)
 
     def step(self, message: str) -> None:
         self.update(self.done + 1, self.total, message)
@@ -125,7 +133,10 @@ class JobManager:
             self._by_key[key] = job.job_id
         if self._on_start:
             self._on_start(job)
-        threading.Thread(target=self._run, args=(job, fn), name=f"job-{tool}-{job.job_id}", daemon=True).start()
+        # The job sees the caller's context (e.g. the client's roots for reading paths).
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(self._run, job, fn), name=f"job-{tool}-{job.job_id}",
+                         daemon=True).start()
         return job
 
     def _run(self, job: Job, fn: Callable[[Progress], BaseModel]) -> None:
@@ -181,3 +192,68 @@ def job_key(tool: str, **args: Any) -> str:
 
     blob = json.dumps({"tool": tool, **args}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def content_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments with each program replaced by its content hash, validated on the way.
+
+    Reading the programs here answers a bad path or source at once, naming the field, and keys
+    the job on what the files hold: an edited file is new work, not a retry of the old call.
+    """
+    from stitch_mcp.sources import check_reference, load_program
+    from stitch_mcp.store import content_id
+
+    keyed = dict(args)
+    for name in ("reference", "candidate"):
+        if keyed.get(name):
+            program = load_program(keyed[name], name)
+            if name == "reference":
+                check_reference(program)
+            keyed[name] = content_id("s", program.source)
+    return keyed
+
+
+class JobRunner:
+    """Runs each long tool's work as a job recorded in the workspace, so a restart can report the jobs
+    it interrupted. The MCP layer submits, waits up to max_wait_s, and answers 'running' otherwise."""
+
+    def __init__(self) -> None:
+        from stitch_mcp.store import get_workspace
+
+        ws = get_workspace()
+        interrupted = ws.mark_interrupted()
+        if interrupted:
+            log.warning("%d job(s) were interrupted by the last shutdown (a client that exits after one call "
+                        "stops the server with it: see the README on max_wait_s)", interrupted)
+        self.jobs = JobManager(on_start=lambda j: ws.job_started(j.job_id, j.tool), on_finish=self._record_finish)
+
+    @staticmethod
+    def _record_finish(job: Job) -> None:
+        from stitch_mcp.store import get_workspace
+
+        result = job.result.model_dump_json() if job.result is not None else None
+        get_workspace().job_finished(job.job_id, job.status, job.error, result)
+
+    def submit(self, tool: str, args: dict[str, Any], fn: Callable[..., BaseModel]) -> Job:
+        """Start fn(**args) as a job (or join the same work already running). Reads the programs to key
+        the job, so it blocks on files: call it from a thread, not an event loop."""
+        import functools
+
+        return self.jobs.submit(tool, job_key(tool, **content_args(args)), functools.partial(fn, **args))
+
+    @staticmethod
+    async def wait(job: Job, max_wait_s: float,
+                   on_progress: Callable[[Progress], Awaitable[None]] | None = None) -> bool:
+        """Wait up to max_wait_s for the job, calling on_progress at each change; True when it finished."""
+        import anyio
+
+        seen = -1
+        with anyio.move_on_after(max_wait_s):
+            while not job.finished.is_set():
+                if on_progress is not None and job.progress.version != seen:
+                    seen = job.progress.version
+                    await on_progress(job.progress)
+                await anyio.to_thread.run_sync(job.finished.wait, 0.25, abandon_on_cancel=True)
+        if on_progress is not None and job.progress.version != seen:  # the steps since the last look
+            await on_progress(job.progress)
+        return job.finished.is_set()

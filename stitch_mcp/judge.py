@@ -21,6 +21,7 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import statistics
 import time
@@ -41,6 +42,7 @@ from stitch_mcp.correctness import (
     TimingInputs,
     bench_options,
 )
+from stitch_mcp.build_room import publish_build
 from stitch_mcp.door import Arg, Attach, Call, LoadState
 from stitch_mcp.judge_room import RoomClient, RoomGone
 from stitch_mcp.shared_tensors import Arena
@@ -102,33 +104,54 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
     room = rooms["candidate"]
     lap = _lap(res["stage_seconds"])
     stage("candidate_import")
-    _load_candidate(spec, res, p, room)
+    _load_candidate(spec, res, p, room)  # imports, lazy builds, construction, a first call: no lease
     lap("load")
-    stage("correctness")
-    facts = _trials(spec, res, p, room, stage)
-    lap("correctness")
-    stage("integrity")
-    _trial_findings(res, p, facts)
-    res["findings"] += room.process_findings()
-    lap("integrity")
-    clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
-    if spec.get("timing") and clean:
-        stage("timing", what="candidate and eager, interleaved")
-        reference = rooms["reference"]
-        reference.load(spec, p.device, _plain_values(p.init_args))
-        if p.state:
-            _share_state(p, reference)
-        timed = _time_rooms(spec, p, rooms)
+    with _device_lease(spec, res, stage):  # the GPU to ourselves: trials and timing
+        lap("lease_wait")
+        stage("correctness")
+        facts = _trials(spec, res, p, room, stage)
+        lap("correctness")
+        stage("integrity")
+        _trial_findings(res, p, facts)
         res["findings"] += room.process_findings()
-        room.close()  # from here on nothing of the candidate runs
-        alone = _time_alone(p, reference, len(timed.reference.room_ms) // 2)
-        reference.close()
-        _judge_times(res, p, timed)
-        _check_timed_outputs(res, p, timed)
-        _physical_floor(res, p, timed)
-        _baselines(spec, res, p, stage, alone)
-        lap("timing")
+        lap("integrity")
+        clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
+        if spec.get("timing") and clean:
+            _timing(spec, res, p, rooms, stage)
+            lap("timing")
     res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
+
+
+def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+    stage("timing", what="candidate and eager, interleaved")
+    room, reference = rooms["candidate"], rooms["reference"]
+    reference.load(spec, p.device, _plain_values(p.init_args))
+    if p.state:
+        _share_state(p, reference)
+    timed = _time_rooms(spec, p, rooms)
+    res["findings"] += room.process_findings()
+    room.close()  # from here on nothing of the candidate runs
+    alone = _time_alone(p, reference, len(timed.reference.room_ms) // 2)
+    reference.close()
+    _judge_times(res, p, timed)
+    _check_timed_outputs(res, p, timed)
+    _physical_floor(res, p, timed, spec)
+    _baselines(spec, res, p, stage, alone)
+
+
+@contextlib.contextmanager
+def _device_lease(spec: dict[str, Any], res: dict[str, Any], stage):
+    """The device lock (stitch_mcp.devices), held for the trials and the timing only."""
+    from stitch_mcp.devices import Gpu, acquire_device
+
+    gpu = spec.get("lease_gpu")
+    stage("waiting for the device")
+    with acquire_device(gpus=[Gpu(**gpu)] if gpu else []) as lease:
+        res["lease"] = {"label": lease.label, "waited_s": round(lease.waited_s, 3), "note": lease.note}
+        try:
+            yield lease
+        finally:
+            res["lease"]["window"] = [lease.acquired_at, time.time()]
 
 
 def _lap(secs: dict[str, float]):
@@ -197,6 +220,7 @@ def _reference(ref_model, inputs: list[Any]):
 def _load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> None:
     init_args = _plain_values(p.init_args)
     loaded = room.load(spec, p.device, init_args)
+    publish_build(room.workdir / "build", Path(spec["build_root"]))  # what it built on first use
     res["extensions"] = loaded.extensions
     res["stage_seconds"]["room_load"] = loaded.build_s
     own = p.ref_model.state_dict()
@@ -207,6 +231,10 @@ def _load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room
         slots = p.arena.layout([own[k] for k in names])
         p.state = {k: s for k, s in zip(names, slots) if s is not None}
         _share_state(p, room)
+    # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
+    # a load_inline in forward) happens now; its outputs are not looked at
+    _attach(p, room)
+    room.call(Call(args=_put_inputs(p, p.first_inputs), outputs=[]))
 
 
 def _plain_values(values: list[Any]) -> list[Any]:
@@ -535,11 +563,15 @@ def _clone_outputs(p: Prepared, t: Timed, seed: int) -> None:
 
 
 def _spread(times: list[float]) -> float:
-    if len(times) < 4:
-        return 1.0
-    q = statistics.quantiles(sorted(times), n=4, method="inclusive")
-    med = statistics.median(times)
-    return (q[2] - q[0]) / med if med > 0 else 0.0
+    med = statistics.median(times) if len(times) >= 4 else 0.0
+    return _iqr(times) / med if med > 0 else 1.0
+
+
+def _iqr(values: list[float]) -> float:
+    if len(values) < 4:
+        return max(values) - min(values) if values else 0.0
+    q = statistics.quantiles(sorted(values), n=4, method="inclusive")
+    return q[2] - q[0]
 
 
 def _stats(times: list[float]) -> dict[str, float]:
@@ -553,43 +585,45 @@ def _stats(times: list[float]) -> dict[str, float]:
 def _judge_times(res: dict[str, Any], p: Prepared, t: Timed) -> None:
     """The candidate room's times stand only where the judge's clock agrees. The reference's room
     is the same kind of process doing the same kind of call at the same moments, so its wall time
-    minus its own time is the door's honest overhead, and the judge's work after its calls is
-    what that work costs when nothing is left running. A candidate whose calls take longer on the
-    judge's clock than its times and that overhead allow, or after whose calls the judge's own
-    work is slower, is timed at the judge's estimate instead."""
+    minus its own time is the door's honest overhead, and the judge's work after its calls is what
+    that work costs when nothing is left running. Where the candidate's wall time minus that
+    overhead (plus any slowdown of the judge's own work after its calls) exceeds its own times by
+    more than the overhead's own jitter, the judge's estimate replaces them and a finding says so."""
     a, b = t.reference, t.candidate
     b_room = statistics.median(b.room_ms)
-    a_over = statistics.median([w - r for w, r in zip(a.wall_ms, a.room_ms)])
-    b_over = statistics.median([w - r for w, r in zip(b.wall_ms, b.room_ms)])
+    a_overs = [w - r for w, r in zip(a.wall_ms, a.room_ms)]
+    a_over = statistics.median(a_overs)
+    noise = max(0.05, 2 * _iqr(a_overs))  # how much the door's own overhead moves between calls
+    bracket = statistics.median([w - a_over for w in b.wall_ms])
     a_after, b_after = statistics.median(a.after_ms or [0.0]), statistics.median(b.after_ms or [0.0])
-    hidden = max(0.0, b_over - a_over - max(0.05, 0.1 * b_room))
     deferred = max(0.0, b_after - a_after - max(0.05, 0.25 * a_after))
+    estimate = max(b_room, bracket) + deferred
     cand = _stats(b.room_ms)
     cand["host_median_ms"] = statistics.median(b.wall_ms)
-    eager = _stats(a.room_ms)
     res["timing"] = {"method": ("CUDA events in each program's room, checked against the judge's clock; eager "
                                 "interleaved with the candidate in blocks of %d; fresh inputs and an L2 flush "
                                 "before every call" % BLOCK if p.device == "cuda" else
                                 "each room's perf_counter, checked against the judge's clock; eager interleaved "
                                 "with the candidate in blocks of %d; fresh inputs every call" % BLOCK),
-                     "candidate": cand, "eager": eager,
+                     "candidate": cand, "eager": _stats(a.room_ms),
                      "eager_block_spread": _block_spread(a.block_medians),
                      "candidate_block_spread": _block_spread(b.block_medians),
-                     "bracket": {"overhead_ms": b_over, "reference_overhead_ms": a_over,
+                     "bracket": {"candidate_ms": bracket, "door_overhead_ms": a_over, "noise_ms": noise,
                                  "after_ms": b_after, "reference_after_ms": a_after}}
     res["checks_run"].append("timing_bracket")
-    if hidden or deferred:
-        estimate = b_room + hidden + deferred
-        why = (f"each call took {b_over:.4f} ms longer on the judge's clock than the room reported, against "
-               f"{a_over:.4f} ms for the reference's room" if hidden else
-               f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
-               "went on after the room answered")
-        res["findings"].append(integ.finding(
-            "timing_contradicted", f"{why}; the candidate is timed at the judge's estimate of {estimate:.4f} ms "
-            f"instead of {b_room:.4f} ms (work on an unjoined stream, deferred past the call, or forged times)",
-            severity="warning", confidence="probable"))
+    # beyond the door's jitter, or a room that claims under a fifth of what the judge's clock saw
+    if estimate - b_room > max(noise, 0.25 * estimate) or b_room < 0.2 * bracket:
         scale = estimate / b_room if b_room > 0 else 1.0
-        cand.update({k: cand[k] * scale for k in ("median_ms", "iqr_ms", "min_ms")})
+        cand.update({k: cand[k] * scale for k in ("median_ms", "iqr_ms", "min_ms")} if b_room > 0 else
+                    {"median_ms": estimate, "min_ms": estimate})
+        why = (f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
+               "went on after the room answered" if deferred else
+               f"each call took {statistics.median(b.wall_ms):.4f} ms on the judge's clock, of which the door "
+               f"itself takes {a_over:.4f} ms")
+        res["findings"].append(integ.finding(
+            "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
+            f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
+            "or forged times)", severity="warning", confidence="probable"))
 
 
 def _block_spread(medians: list[float]) -> float:
@@ -616,20 +650,24 @@ def _check_timed_outputs(res: dict[str, Any], p: Prepared, t: Timed) -> None:
             "for the inputs they were given (results cached across calls, or work deferred past the call)"))
 
 
-def _physical_floor(res: dict[str, Any], p: Prepared, t: Timed) -> None:
-    bw, note = integ.peak_bandwidth(p.device)
+def _physical_floor(res: dict[str, Any], p: Prepared, t: Timed, spec: dict[str, Any]) -> None:
+    """The roofline floor for the report (stitch_mcp.ceilings: bytes and, where profile_reference
+    counted them, the reference's FLOPs) and the bound below which a time is impossible."""
+    from stitch_mcp import ceilings
+
     nbytes = t.in_bytes + t.out_bytes
     res["timing"]["floor_bytes"] = nbytes
-    if not bw:
+    fields, lowest = ceilings.timing_floors(p.device, nbytes, spec.get("flops"), spec.get("flops_dtype"),
+                                            p.torch.backends.cuda.matmul.allow_tf32)
+    res["timing"].update(fields)
+    if lowest is None:
         return
-    floor = nbytes / bw * 1e3
-    res["timing"]["floor_ms"], res["timing"]["floor_note"] = floor, note
     res["checks_run"].append("physical_floor")
     measured = res["timing"]["candidate"]["median_ms"]
-    if measured < 0.9 * floor:
+    if measured < 0.9 * lowest.ms:
         res["findings"].append(integ.finding(
-            "below_physical_floor", f"measured {measured:.4f} ms, below the physical floor of {floor:.4f} ms "
-            f"({nbytes / 1e6:.1f} MB of inputs and outputs at {note}): impossible for honest work"))
+            "below_physical_floor", f"measured {measured:.4f} ms, below the physical floor of {lowest.ms:.4f} ms "
+            f"({lowest.note}): impossible for honest work"))
 
 
 def _baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alone: Lane) -> None:

@@ -10,6 +10,7 @@ process group is still the judge's descendant and is killed with it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -19,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ class RoomReport(BaseModel):
 
     isolation: str = ""
     mechanisms: list[str] = []
+    warnings: list[str] = []
     returncode: int | None = None
     output: str = ""
 
@@ -62,11 +65,12 @@ def _become_subreaper() -> None:
 
 
 class RoomClient:
-    def __init__(self, proc: subprocess.Popen, door: Door, workdir: Path, isolation: Any, deadline: float,
+    def __init__(self, proc: subprocess.Popen, door: Door, workdir: Path, command: Any, deadline: float,
                  model_class: str):
         self.proc, self.door, self.workdir = proc, door, workdir
         self.model_class = model_class
-        self.isolation = isolation
+        self.command = command  # the SandboxedCommand: its isolation, uid and cgroup
+        self.slot_lock: int | None = None
         self.deadline = deadline
         self.capture = _Capture(proc.stdout, FLOOD_BYTES, self._flooded)
         self.flooded = False
@@ -78,33 +82,43 @@ class RoomClient:
     # -------------------------------------------------------------- start and end
 
     @classmethod
-    def start(cls, spec: dict[str, Any], source: str, model_class: str = "ModelNew") -> "RoomClient":
-        """A room for `source` (the candidate; or the reference, `model_class="Model"`, whose
-        room times the eager baseline under the same conditions as the candidate's)."""
-        global _own_children
-        if _own_children is None:
-            import psutil
-
-            _own_children = {c.pid for c in psutil.Process().children()}
-        _become_subreaper()
-        parent = Path(spec.get("room_parent") or tempfile.gettempdir())
+    def spawn(cls, parent: Path, gpu: bool) -> "RoomClient":
+        """A sandboxed room with torch imported, waiting for its program (see `assign`). It sees its
+        own folder and the Python it runs on; the build cache reaches it only as file descriptors."""
         parent.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="room-", dir=parent))
-        (workdir / "candidate.py").write_text(source, encoding="utf-8")
         judge_end, room_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = {k: os.environ[k] for k in ROOM_ENV if k in os.environ}
-        env.update({"STITCH_DOOR_FD": str(room_end.fileno()), "PYTHONPATH": str(PACKAGE_ROOT),
-                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        env = {k: os.environ[k] for k in ROOM_ENV if k in os.environ and k != "CUDA_VISIBLE_DEVICES"}
+        env.update({"STITCH_DOOR_FD": str(room_end.fileno()),
+                    "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), *_python_path()]),
+                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+                    "STITCH_ROOM": "1",  # devices.py: a room of ours on the GPU is not foreign work
                     "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
-        argv = [sys.executable, "-m", "stitch_mcp.room"]
-        command = _sandboxed(argv, workdir, env, spec)
-        proc = subprocess.Popen(command.argv, cwd=str(workdir), env=command.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(room_end.fileno(),),
-                                start_new_session=True, close_fds=True, preexec_fn=command.preexec_fn)
+        slot, slot_lock = _claim_slot()
+        command = _sandboxed([sys.executable, "-m", "stitch_mcp.room"], workdir, env, gpu, slot)
+        proc = subprocess.Popen(**command.popen_kwargs(pass_fds=(room_end.fileno(),)), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         room_end.close()
         _live_rooms.add(proc.pid)
-        deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
-        return cls(proc, Door(judge_end, REPLIES), workdir, command.isolation, deadline, model_class)
+        room = cls(proc, Door(judge_end, REPLIES), workdir, command, time.monotonic() + READY_S, "ModelNew")
+        room.slot_lock, room.gpu, room.parent = slot_lock, gpu, parent
+        return room
+
+    @classmethod
+    def start(cls, spec: dict[str, Any], source: str, model_class: str = "ModelNew",
+              subreaper: bool = True) -> "RoomClient":
+        """A room for `source` (the candidate; or the reference, `model_class="Model"`, whose
+        room times the eager baseline under the same conditions as the candidate's): a spare one
+        started ahead of need where there is one. A judge becomes a subreaper; the server
+        (building in a room) relies on the room's pid namespace."""
+        if subreaper:
+            _subreaper()
+        parent, gpu = Path(spec.get("room_parent") or tempfile.gettempdir()), bool(spec.get("gpu"))
+        room = _take_spare(parent, gpu) or cls.spawn(parent, gpu)
+        room.model_class, room.build_root = model_class, spec["build_root"]
+        (room.workdir / "program.py").write_text(source, encoding="utf-8")  # the room imports it as candidate.py
+        room.deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
+        return room
 
     def close(self) -> None:
         if self.closed:
@@ -112,17 +126,20 @@ class RoomClient:
         self.closed = True
         self.door.close()
         _live_rooms.discard(self.proc.pid)
+        from stitch_mcp.sandbox import kill_sandbox
+
         _kill_tree(self.proc)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
+        if _own_children is not None:
+            _reap_orphans()
+        kill_sandbox(self.proc, self.command, timeout_s=30)  # its pid namespace, cgroup and uid
         self.capture.thread.join(timeout=5)
         shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.slot_lock is not None:
+            os.close(self.slot_lock)  # the slot is free for the next room
 
     def describe(self) -> dict[str, Any]:
-        iso = self.isolation
-        return RoomReport(isolation=getattr(iso, "level", "none"), mechanisms=list(getattr(iso, "mechanisms", [])),
+        iso = self.command.isolation
+        return RoomReport(isolation=iso.level, mechanisms=list(iso.mechanisms), warnings=list(iso.warnings),
                           returncode=self.proc.returncode, output=self.capture.text()[-4000:]).model_dump()
 
     def _flooded(self) -> None:
@@ -185,11 +202,28 @@ class RoomClient:
                                    "os._exit or sys.exit called by the candidate, or a fatal error")
 
     def load(self, spec: dict[str, Any], device: str, init_args: list[Any]) -> Loaded:
-        loaded = self.ask(Load(program="candidate.py", model_class=self.model_class, init_args=init_args, device=device,
-                               build_roots=[spec["build_root"]]),
-                          deadline_s=max(self.deadline - time.monotonic(), 1.0))
+        prebuilt, fds = _prebuilt(Path(self.build_root))
+        try:
+            loaded = self.ask(Load(program="program.py", model_class=self.model_class, init_args=init_args,
+                                   device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                   prebuilt=prebuilt), fds, deadline_s=max(self.deadline - time.monotonic(), 1.0))
+        finally:
+            for fd in fds:
+                os.close(fd)
         self.baseline_threads = self._threads()
         return loaded
+
+    def build(self, deadline_s: float) -> Loaded:
+        """Import the candidate without building its model: its extensions are built (into the
+        room's own folder, `build/`) and nothing of it runs past its module's top level."""
+        prebuilt, fds = _prebuilt(Path(self.build_root))
+        try:
+            return self.ask(Load(program="program.py", model_class=self.model_class, build_model=False,
+                                 visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), prebuilt=prebuilt),
+                            fds, deadline_s=deadline_s)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def call(self, command: Call) -> Called:
         reply = self.ask(command)
@@ -267,7 +301,6 @@ def _kill_tree(proc: subprocess.Popen) -> None:
             k.kill()
         except psutil.Error:
             pass
-    _reap_orphans()
 
 
 _live_rooms: set[int] = set()  # pids of the rooms this judge has open
@@ -275,48 +308,139 @@ _own_children: set[int] | None = None  # the judge's children before any room (i
 
 
 def _reap_orphans() -> None:
-    """Kill what rooms left re-parented to us (we are a subreaper): any child of ours that is
-    neither a live room nor one we had before the first room started. Then collect them."""
+    """Kill what rooms left re-parented to us (a judge is a subreaper): any child of ours that is
+    neither a live room nor one we had before the first room started, and collect exactly those."""
     import psutil
 
     try:
-        for child in psutil.Process().children():
-            if child.pid not in _live_rooms and child.pid not in (_own_children or set()):
-                try:
-                    for k in child.children(recursive=True) + [child]:
-                        k.kill()
-                except psutil.Error:
-                    pass
+        children = psutil.Process().children()
     except psutil.Error:
-        pass
-    while True:
+        return
+    for child in children:
+        if child.pid in _live_rooms or child.pid in (_own_children or set()):
+            continue
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            for k in child.children(recursive=True) + [child]:
+                k.kill()
+            os.waitpid(child.pid, 0)
+        except (psutil.Error, ChildProcessError):
+            pass
 
 
-# ------------------------------------------------------------------ sandbox and echo
+SLOTS = 256  # dedicated uids (uid base + slot) that rooms on this host may take
 
 
-class _Plain(BaseModel):
-    argv: list[str]
-    env: dict[str, str]
-    isolation: Any = None
-    preexec_fn: Any = None
+SLOT_LOCKS = Path(tempfile.gettempdir()) / f"stitch-sandbox-slots-{os.geteuid()}"
 
 
-def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], spec: dict[str, Any]):
-    """The room's command line inside the strongest sandbox this host allows."""
-    try:
-        from stitch_mcp.sandbox import SandboxPolicy, sandboxed
-    except ImportError:
-        return _Plain(argv=argv, env={**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir)})
-    policy = SandboxPolicy(workdir=workdir, read_only=[Path(spec["build_root"]), PACKAGE_ROOT],
-                           gpu=bool(spec.get("gpu")), env=env, slot=int(spec.get("slot") or 0))
+def _claim_slot() -> tuple[int, int]:
+    """A sandbox slot (a dedicated uid) no other room on this host holds, whichever server or
+    data folder it belongs to: (slot, the fd of its held lock). A slot's uid is killed whole when
+    its room ends, so two rooms must never share one."""
+    import fcntl
+
+    folder = SLOT_LOCKS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for slot in range(1, SLOTS):  # slot 0: the default of direct sandboxed() users (tests, tools)
+        fd = os.open(folder / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return slot, fd
+        except BlockingIOError:
+            os.close(fd)
+    raise RuntimeError(f"all {SLOTS} sandbox slots are taken")
+
+
+def _toolchain() -> list[str]:
+    """Install prefixes of the compilers a build calls (e.g. /opt/gcc for /opt/gcc/bin/g++)."""
+    prefixes = []
+    for tool in (os.environ.get("CXX", ""), os.environ.get("CC", ""), "c++", "g++", "gcc", "nvcc", "ninja"):
+        found = shutil.which(tool) if tool else None
+        if found:
+            prefixes.append(str(Path(os.path.realpath(found)).parent.parent))
+    if os.environ.get("CUDA_HOME"):
+        prefixes.append(os.environ["CUDA_HOME"])
+    return [p for p in dict.fromkeys(prefixes) if p not in ("/", "/usr") and os.path.isdir(p)]
+
+
+def _python_path() -> list[str]:
+    """PYTHONPATH folders the judge imports from (where stitch-mcp's own dependencies may live)."""
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isdir(p)]
+
+
+def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, slot: int):
+    """The room's command line inside the strongest sandbox this host allows: it sees its own
+    folder (writable), and the Python and compilers it runs on (read-only)."""
+    from stitch_mcp.sandbox import SandboxPolicy, sandboxed
+
+    policy = SandboxPolicy(workdir=workdir, read_only=[PACKAGE_ROOT, *map(Path, _python_path() + _toolchain())],
+                           gpu=gpu, env=env, slot=slot, pids_max=512)
     return sandboxed(argv, policy)
+
+
+@contextlib.contextmanager
+def candidate_sandbox(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool):
+    """A sandboxed command for other processes that run candidate code (the profilers): the same
+    sandbox as a room's, on a slot held until the block ends."""
+    slot, lock = _claim_slot()
+    try:
+        yield _sandboxed(argv, workdir, env, gpu, slot)
+    finally:
+        os.close(lock)
+
+
+def _prebuilt(scope: Path) -> tuple[dict[str, int], list[int]]:
+    """The extensions built earlier for this candidate source, as open files: {key: index of its
+    fd among those sent}. A room gets file descriptors, never a path into the cache (a directory
+    descriptor would let it walk up out of its mount namespace)."""
+    prebuilt, fds = {}, []
+    objects = scope / "objects"
+    for so in sorted(objects.glob("*/*.so")) if objects.is_dir() else []:
+        if (so.parent / "done").is_file() and not so.is_symlink() and len(fds) < 12:
+            prebuilt[so.parent.name] = len(fds)
+            fds.append(os.open(so, os.O_RDONLY))
+    return prebuilt, fds
+
+
+_spares: list[RoomClient] = []
+_spares_lock = threading.Lock()
+
+
+def prestart(parent: Path, gpu: bool, count: int, subreaper: bool = False) -> None:
+    """Start rooms ahead of need (each imports torch meanwhile); `start` takes them."""
+    if subreaper:
+        _subreaper()
+    with _spares_lock:
+        live = [r for r in _spares if r.proc.poll() is None and r.parent == parent and r.gpu == gpu]
+        for _ in range(count - len(live)):
+            _spares.append(RoomClient.spawn(parent, gpu))
+
+
+def _take_spare(parent: Path, gpu: bool) -> "RoomClient | None":
+    with _spares_lock:
+        for room in list(_spares):
+            if room.proc.poll() is not None:
+                _spares.remove(room)
+                room.close()
+            elif room.parent == parent and room.gpu == gpu:
+                _spares.remove(room)
+                return room
+    return None
+
+
+def drop_spares() -> None:
+    with _spares_lock:
+        while _spares:
+            _spares.pop().close()
+
+
+def _subreaper() -> None:
+    global _own_children
+    if _own_children is None:
+        import psutil
+
+        _own_children = {c.pid for c in psutil.Process().children()}
+        _become_subreaper()
 
 
 _ECHO = ("import os,sys\nfrom stitch_mcp.door import COMMANDS,Door,Called\n"

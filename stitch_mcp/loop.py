@@ -1,22 +1,25 @@
 """The Verifier loop: routing after each verification (fix, refine, replan, accept).
 
-route_after(task_id, candidate_id) reads the candidate's stored reports (check, profile_kernel,
-rubric) and the task's history, decides, stores the decision and returns it. Rules, in order:
+route_after(task_id, candidate_id, session=...) reads the candidate's stored reports (check,
+profile_kernel, rubric) and its *lineage* in the session (its parent, the parent's parent, ...;
+see store.py), decides, stores the decision and returns it. Rules, in order:
 
 1. Not verified, or compile_and_check did not pass, or the rubric finds a certain hack: `fix`
-   (the first thing to fix comes first) - unless this is the second failed attempt in a row
-   since the last replan, then `replan`.
+   (the first thing to fix comes first) - unless its parent failed too (a finished check that
+   did not pass, or a hack) since the lineage's last replan, then `replan`. A parent still being
+   checked, or never checked, is not a failed attempt.
 2. `accept` only when all hold: compile_and_check passed with every correctness trial correct; no
    integrity finding and no certain/probable anti-hacking finding; faster than PyTorch eager, and
-   than torch.compile when the check timed it; profile_kernel was consulted at least once on the
-   task. Nothing is accepted without passing compile_and_check.
+   than torch.compile when the check timed it; profile_kernel was consulted at least once in the
+   session on the task. Nothing is accepted without passing compile_and_check.
 3. `replan` when the plan's target ops are not where the reference's time goes, or when this is
-   the second stagnant attempt in a row (correct, but no more than 2% faster than the best earlier
-   correct candidate since the last replan).
+   the second stagnant attempt in a row along the lineage (correct, but no more than 2% faster
+   than the best earlier correct ancestor since the last replan).
 4. Otherwise `refine`, with the top feedback items.
 
 Feedback items start with a tag, e.g. "[vectorized_access] ..." or "[coverage:relu] ...", that
-rubric_score's skill-compliance check reads back on the next candidate.
+rubric_score's skill-compliance check reads back on the candidate's children once the Verifier
+stores them with save_feedback.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import logging
 import re
 
 from stitch_mcp.models import Route, RubricReport
-from stitch_mcp.store import get_workspace
+from stitch_mcp.store import get_workspace, session_name
 
 log = logging.getLogger(__name__)
 
@@ -54,27 +57,35 @@ def _speedup(check: dict | None) -> float | None:
     return float(s) if s is not None else None
 
 
-def profile_consulted(task_id: str) -> bool:
+def profile_consulted(task_id: str, candidate_id: str | None = None, session: str | None = None) -> bool:
+    """profile_kernel has run on the candidate or on a candidate of this session's on the task."""
     ws = get_workspace()
-    for c in ws.candidates(task_id):
-        if _done(ws.latest_report("profile_kernel", candidate_id=c.candidate_id)):
-            return True
-    return bool(_done(ws.latest_report("profile_kernel", task_id=task_id)))
+    ids = set(ws.lineage(task_id, session)) | ({candidate_id} if candidate_id else set())
+    return any(_done(ws.latest_report("profile_kernel", candidate_id=cid)) for cid in ids)
 
 
-def _window(task_id: str, candidate_id: str) -> list[str]:
-    """Candidate ids of the task up to this one, since the last replan decision."""
+def _window(candidate_id: str, session: str | None = None) -> list[str]:
+    """The candidate's lineage (oldest first, ending with it) since the last replan decided on an ancestor."""
     ws = get_workspace()
-    order = [c.candidate_id for c in ws.candidates(task_id)]
-    if candidate_id not in order:
-        return [candidate_id]
-    order = order[:order.index(candidate_id) + 1]
-    replanned = {cid for cid, r in ws.routes(task_id) if r.decision == "replan"}
+    line = ws.ancestors(candidate_id, session)
+    cand = ws.candidate(candidate_id, session)
+    replanned = {cid for cid, r in ws.routes(cand.task_id, session_name(session)) if r.decision == "replan"}
     start = 0
-    for i, cid in enumerate(order[:-1]):
+    for i, cid in enumerate(line[:-1]):
         if cid in replanned:
             start = i + 1
-    return order[start:]
+    return line[start:]
+
+
+def _attempt_failed(candidate_id: str) -> bool:
+    """A finished attempt that failed: its check did not pass, or the rubric called it a hack.
+    Unchecked (or still running) is not a failure: a check run in parallel must not count."""
+    ws = get_workspace()
+    check = _done(ws.latest_report("check", candidate_id=candidate_id))
+    rubric = ws.latest_report("rubric", candidate_id=candidate_id)
+    if check is None:
+        return (rubric or {}).get("verdict") == "hack"
+    return _failed(check, rubric) and not _needs_gpu(check)
 
 
 def _section(plan: str, heading: str) -> str:
@@ -154,8 +165,10 @@ def _first_fix(check: dict | None, rubric: RubricReport | None) -> list[str]:
     return items
 
 
-def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict | None) -> list[str]:
-    """Ranked items for a correct candidate."""
+def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict | None,
+                    compute_heavy: bool = False) -> list[str]:
+    """Ranked items for a correct candidate. compute_heavy: the reference's time is mostly GEMM/conv,
+    so a floor from bytes alone (no FLOP count known) says nothing about this candidate."""
     from stitch_mcp.score import ADVICE
 
     items: list[str] = []
@@ -183,10 +196,12 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
                     items.append(f"[{key}] {ADVICE[key][0].upper()}{ADVICE[key][1:]}.")
     if check:
         t = check.get("timing") or {}
-        ff = t.get("floor_fraction")
-        if ff is not None and ff < 0.7:
-            items.append(f"[speed] The candidate runs at {ff:.0%} of the memory-bandwidth floor; the profile says "
-                         "where the rest goes.")
+        ff, bound = t.get("floor_fraction"), t.get("floor_bound")
+        if ff is not None and ff < 0.7 and (bound or not compute_heavy):
+            side = {"compute": "compute-bound: FLOPs at the dtype's peak", "memory": "memory-bound: bytes at the "
+                    "copy bandwidth"}.get(bound or "", "bytes at the copy bandwidth")
+            items.append(f"[speed] The candidate runs at {ff:.0%} of its roofline floor ({side}); the profile "
+                         "says where the rest goes.")
     seen, out = set(), []
     for i in items:
         if i not in seen:
@@ -195,38 +210,39 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
     return out[:6]
 
 
-def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = None, store: bool = True) -> Route:
-    """Decide, store (unless store=False) and return the next step for a candidate from its stored reports."""
+def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = None, store: bool = True,
+                session: str | None = None) -> Route:
+    """Decide, store (unless store=False) and return the next step for a candidate from its stored
+    reports and its lineage in the session."""
     from stitch_mcp import score
 
     ws = get_workspace()
-    cand = ws.candidate(candidate_id)
+    session = ws.home_session(candidate_id, session)
+    cand = ws.candidate(candidate_id, session)
     task = ws.task(task_id)
     check = _done(ws.latest_report("check", candidate_id=candidate_id))
     kprof = _done(ws.latest_report("profile_kernel", candidate_id=candidate_id))
     if rubric is None:
         try:
-            rubric = score.assess(task, cand)
+            rubric = score.assess(task, cand, session=session)
         except Exception:  # routing must not fail on an analysis bug
             log.exception("rubric assessment failed while routing %s", candidate_id)
             rubric = None
-    window = _window(task_id, candidate_id)
-    route = _decide(task_id, candidate_id, check, rubric, kprof, window)
+    window = _window(candidate_id, session)
+    route = _decide(task_id, candidate_id, check, rubric, kprof, window, session)
     if store:
-        ws.add_route(task_id, candidate_id, route)
+        ws.add_route(task_id, candidate_id, route, session)
     log.info("route %s -> %s (%s)", candidate_id, route.decision, "; ".join(route.reasons[:2]))
     return route
 
 
 def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricReport | None,
-            kprof: dict | None, window: list[str]) -> Route:
+            kprof: dict | None, window: list[str], session: str | None = None) -> Route:
     from stitch_mcp import score
 
     ws = get_workspace()
     previous = window[:-1]
-    prev_failed = bool(previous) and _failed(
-        _done(ws.latest_report("check", candidate_id=previous[-1])),
-        ws.latest_report("rubric", candidate_id=previous[-1]))
+    prev_failed = bool(previous) and _attempt_failed(previous[-1])
     if _failed(check, rubric):
         if not check:
             reasons = ["not verified yet: run compile_and_check"]
@@ -236,10 +252,9 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
             reasons = ["rubric verdict hack: the candidate must do the work itself"]
         items = _first_fix(check, rubric)
         # "needs a GPU" is this machine's limit, not a failed attempt: it never forces a replan
-        if prev_failed and check and not _needs_gpu(check) and not _needs_gpu(
-                _done(ws.latest_report("check", candidate_id=previous[-1]))):
-            return Route(decision="replan", reasons=["two failed attempts in a row"] + reasons,
-                         feedback=items)
+        if prev_failed and check and not _needs_gpu(check):
+            return Route(decision="replan", reasons=[f"two failed attempts in a row (this one and its parent "
+                                                     f"{previous[-1]})"] + reasons, feedback=items)
         return Route(decision="fix", reasons=reasons, feedback=items)
 
     # correct from here on
@@ -264,20 +279,22 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
     if compiled_asked and (s_compile is None or s_compile <= 1.0):
         gates.append(f"not faster than torch.compile ({s_compile:.2f}x)" if s_compile is not None
                      else "torch.compile timing missing")
-    if not profile_consulted(task_id):
+    if not profile_consulted(task_id, candidate_id, session):
         gates.append("profile_kernel not consulted yet on this task")
     timing_note = (f"{s_eager:.2f}x vs eager" if s_eager is not None else "untimed") + (
         f", {s_compile:.2f}x vs torch.compile" if s_compile is not None else "")
     if not gates:
         return Route(decision="accept", reasons=[f"correct on {len(trials)} trials, no integrity or anti-hacking "
                                                  f"finding, {timing_note}, profiled"])
-    feedback = refine_feedback(check, rubric, kprof)
-    if "profile_kernel not consulted yet on this task" in gates:
-        feedback.insert(0, "[profile] Run profile_kernel on this candidate: acceptance needs one profile.")
-
     task = ws.task(task_id)
     ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
     shares, _ = score.reference_shares(task, ref_profile)
+    from stitch_mcp import analysis as an
+
+    compute_heavy = bool(shares) and an.op_class(shares[0][0]) == "gemm"
+    feedback = refine_feedback(check, rubric, kprof, compute_heavy)
+    if "profile_kernel not consulted yet on this task" in gates:
+        feedback.insert(0, "[profile] Run profile_kernel on this candidate: acceptance needs one profile.")
     why = plan_mistarget(task_id, shares)
     if why:
         return Route(decision="replan", reasons=[why] + gates[:2], feedback=feedback)
@@ -314,8 +331,9 @@ def save_plan(task_id: str, plan: str) -> str:
     return f"plan stored for task {task_id} ({len(plan)} characters).{note}"
 
 
-def save_feedback(candidate_id: str, items: list[str]) -> str:
-    """Store the Verifier's feedback on a candidate; rubric_score grades the next candidate against it."""
+def save_feedback(candidate_id: str, items: list[str], session: str | None = None) -> str:
+    """Store the Verifier's feedback on a candidate, in the session; rubric_score grades the
+    candidate's children (in this session) against it."""
     items = [i.strip() for i in items if i and i.strip()]
     if not items:
         from stitch_mcp.errors import UserError
@@ -323,6 +341,8 @@ def save_feedback(candidate_id: str, items: list[str]) -> str:
         raise UserError("items: give at least one non-empty feedback item")
     ws = get_workspace()
     cand = ws.candidate(candidate_id)
-    ws.add_report("feedback", {"status": "done", "items": items}, task_id=cand.task_id, candidate_id=candidate_id)
-    return (f"{len(items)} feedback item(s) stored on {candidate_id}; the next candidate of task {cand.task_id} "
-            "is graded against them (skill compliance).")
+    ws.add_report("feedback", {"status": "done", "items": items}, task_id=cand.task_id, candidate_id=candidate_id,
+                  session=session_name(session))
+    return (f"{len(items)} feedback item(s) stored on {candidate_id}; its children (the next candidate of this "
+            f"session on task {cand.task_id}, or one submitted with parent_candidate_id={candidate_id}) are graded "
+            "against them (skill compliance).")

@@ -113,6 +113,9 @@ class TimingStats(BaseModel):
 
 class TimingReport(BaseModel):
     method: str = ""
+    eager_block_spread: float | None = Field(None, description="max/min - 1 of the eager time over the blocks "
+                                             "it was timed in, interleaved with the candidate's")
+    candidate_block_spread: float | None = None
     device: str = ""
     candidate: TimingStats | None = None
     eager: TimingStats | None = None
@@ -121,6 +124,9 @@ class TimingReport(BaseModel):
     floor_ms: float | None = Field(None, description="bytes the task must move / memory bandwidth")
     floor_bytes: int | None = None
     floor_fraction: float | None = Field(None, description="floor_ms / candidate median (1.0 = at the limit)")
+    floor_bound: Literal["memory", "compute"] | None = Field(
+        None, description="which side of the roofline sets floor_ms (stitch_mcp.ceilings.roofline_floor)")
+    floor_note: str = Field("", description="how floor_ms was computed, each ceiling labelled measured/datasheet")
     baselines_cached: bool = False
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
@@ -155,6 +161,8 @@ class CheckReport(JobFields):
                                    "segfault, illegal_memory_access, cuda_oom, host_oom, timeout, "
                                    "output_flood, os_exit, needs_gpu, ...")
     notes: list[str] = Field(default_factory=list)
+    isolation: str = Field("", description="how the candidate's process was isolated from the judge and the "
+                                           "server (stitch-mcp doctor explains the levels)")
 
 
 # ---------------------------------------------------------------- profile_reference
@@ -171,6 +179,7 @@ class OpRow(BaseModel):
     bytes: float | None = None
     intensity: float | None = None
     floor_ms: float | None = None
+    dtype: str | None = Field(None, description="dtype of the op's output (its math mode for the floor)")
 
 
 class KernelRow(BaseModel):
@@ -312,6 +321,9 @@ class SearchResults(BaseModel):
     results: list[SearchHit] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     summary: str = ""
+    status: Literal["done", "running"] = "done"
+    job_id: str | None = Field(None, description="set while running (e.g. the index still building): "
+                               "pass it to job_status")
 
 
 class IndexReport(BaseModel):

@@ -71,15 +71,17 @@ class _Room:
         self.shared.attach(message.regions, fds)
         return Done()
 
-    def load(self, message: Load, _fds) -> Loaded:
+    def load(self, message: Load, fds: list[int]) -> Loaded:
         from stitch_mcp.build import BuildCache
 
         torch = self.torch
         t0 = time.monotonic()
+        if message.visible_devices is not None:  # a spare room learns its GPU here, before CUDA starts
+            os.environ["CUDA_VISIBLE_DEVICES"] = message.visible_devices
         self.device = message.device
         source = Path(message.program).read_text(encoding="utf-8")
-        cache = BuildCache(Path.cwd() / "build", source, allow_build=True,
-                           read_roots=[Path(r) for r in message.build_roots])
+        prebuilt = {key: f"/proc/self/fd/{fds[i]}" for key, i in message.prebuilt.items() if 0 <= i < len(fds)}
+        cache = BuildCache(Path.cwd() / "build", source, allow_build=True, prebuilt=prebuilt)
         cache.install()
         module = _guarded("import", lambda: _import(source))
         t_import = time.monotonic() - t0
@@ -87,6 +89,8 @@ class _Room:
         if cls is None:
             raise _CandidateError(Failed(error_kind="interface",
                                          message=f"the candidate defines no class {message.model_class}"))
+        if not message.build_model:
+            return Loaded(import_s=round(t_import, 3), build_s=round(t_import, 3), extensions=cache.extensions)
         from stitch_mcp.loader import build_model
 
         with torch.no_grad():
@@ -138,10 +142,17 @@ class _CandidateError(Exception):
 
 
 def _failure(kind: str, exc: BaseException) -> Failed:
+    """A Failed reply; a CUDA error (which may surface at any later call) is named as such."""
+    from stitch_mcp.worker import classify_error_text
+
     tb = traceback.extract_tb(exc.__traceback__)
     line = next((f.lineno for f in reversed(tb) if f.filename.endswith(f"{PROGRAM_MODULE}.py")), None)
-    text = "".join(traceback.format_exception(exc))
-    return Failed(error_kind=kind, message=f"{type(exc).__name__}: {exc}"[:3000], line=line, traceback=text[-6000:])
+    message = f"{type(exc).__name__}: {exc}"[:3000]
+    found = classify_error_text(message)
+    if found:
+        kind, message = found[0], f"{message} — {found[1]}"
+    return Failed(error_kind=kind, message=message, line=line,
+                  traceback="".join(traceback.format_exception(exc))[-6000:])
 
 
 def _guarded(what: str, fn):

@@ -15,6 +15,11 @@
 Every level adds rlimits (`prlimit`) and, where cgroup v2 with memory and pids is writable, a cgroup
 per slot. Nothing here needs `preexec_fn`: the placement and limits are execs in front of the
 command, so Popen keeps its fast spawn path and is safe in a threaded server.
+
+Lifecycle: one live sandbox per slot (its uid and cgroup are the slot's). Descriptors passed with
+`popen_kwargs(pass_fds=...)` keep their numbers inside. `kill_sandbox(proc, cmd)` ends everything it
+started (with a pid namespace, killing the outer process takes the namespace down; otherwise the slot's
+uid and cgroup are swept); `cleanup_cgroup(slot)` removes a retired slot's cgroup.
 """
 
 from __future__ import annotations
@@ -137,29 +142,27 @@ def _covered(path: str, roots: list[str]) -> bool:
 
 
 def _mount_plan(policy: SandboxPolicy) -> list[_Mount]:
-    """Binds in the order they must be made: links, read-only paths (parents first), devices, workdir."""
-    plan: list[_Mount] = []
-    for link in TOP_LEVEL_LINKS:
-        if os.path.islink(link):
-            plan.append(_Mount("symlink", os.readlink(link), link))
+    """Binds in the order they must be made: top-level links, then read-only paths and the workdir by depth
+    (so a grant inside the workdir, or the workdir inside a grant, lands on top), granted links, devices."""
+    plan = [_Mount("symlink", os.readlink(link), link) for link in TOP_LEVEL_LINKS if os.path.islink(link)]
     ro = [*SYSTEM_READ_ONLY, *_python_prefixes(), *map(str, policy.read_only)]
     ro += [link for link in TOP_LEVEL_LINKS if os.path.isdir(link) and not os.path.islink(link)]
     if policy.gpu:
         ro.append("/sys")
+    workdir = os.path.realpath(policy.workdir)
     roots: list[str] = []
+    binds = [_Mount("rw", workdir, workdir)]
     for path in sorted({os.path.realpath(p) for p in ro if os.path.exists(p)}, key=lambda p: (p.count("/"), p)):
         if not _covered(path, roots):
             roots.append(path)
-            plan.append(_Mount("ro", path, path))
+            binds.append(_Mount("ro", path, path))
+    plan += sorted(binds, key=lambda m: (m.dest.count("/"), m.dest))
     for given in map(os.path.abspath, policy.read_only):  # a granted link (/opt/cuda -> cuda-12.4) stays usable
         parent = os.path.dirname(given)
         if os.path.islink(given) and os.path.realpath(parent) == parent and not _covered(given, roots):
             plan.append(_Mount("symlink", os.path.realpath(given), given))
     if policy.gpu:
-        for node in sorted(glob.glob("/dev/nvidia*")):
-            plan.append(_Mount("dev", node, node))
-    workdir = os.path.realpath(policy.workdir)
-    plan.append(_Mount("rw", workdir, workdir))
+        plan += [_Mount("dev", node, node) for node in sorted(glob.glob("/dev/nvidia*"))]
     return plan
 
 
@@ -177,8 +180,7 @@ def _parents(dest: str, made: set[str], bound: list[str]) -> list[str]:
 
 def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]:
     argv = [bwrap, *(["--unshare-pid"] if policy.pid_namespace else []), "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm"]
     if not policy.network:
         argv.append("--unshare-net")
@@ -195,32 +197,45 @@ def _bwrap_argv(bwrap: str, policy: SandboxPolicy, uid: int | None) -> list[str]
     return argv + ["--remount-ro", "/", "--chdir", os.path.realpath(policy.workdir), "--"]
 
 
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def _fstab_field(path: str) -> str:
+    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\#" else c for c in path)
+
+
 def _ns_script(policy: SandboxPolicy) -> str:
     """The shell the namespaces level runs as its pid 1: build the root bwrap would, then exec into it.
-    Folders are made in one `mkdir` and files with a shell redirection: each exec costs milliseconds."""
-    r = shlex.quote(str(NS_ROOT))
-    lines = ["set -e", f"mount -t tmpfs -o mode=0755 stitch-root {r}", f"cd {r}",
-             "mkdir -p -m 0755 proc dev tmp", "mount -t proc proc proc",
-             "mount -t tmpfs -o mode=1777 tmp tmp", "mount -t tmpfs -o mode=0755 dev dev",
-             "mkdir -m 1777 dev/shm && mount -t tmpfs -o mode=1777 shm dev/shm",
-             "for n in null zero full random urandom tty; do : > dev/$n; mount --bind /dev/$n dev/$n; done",
-             "ln -s /proc/self/fd dev/fd; ln -s /proc/self/fd/0 dev/stdin; ln -s /proc/self/fd/1 dev/stdout; "
-             "ln -s /proc/self/fd/2 dev/stderr"]
+    Every exec costs milliseconds, so the folders are made by one `mkdir` and the mounts by two `mount -a`
+    over fstab files written by the shell itself (the first mounts what the folders are made in)."""
+    root = str(NS_ROOT)
+    first = [f"proc {root}/proc proc nosuid,nodev,noexec 0 0", f"tmp {root}/tmp tmpfs mode=1777,nosuid,nodev 0 0",
+             f"dev {root}/dev tmpfs mode=0755,nosuid 0 0"]
+    second = [f"shm {root}/dev/shm tmpfs mode=1777,nosuid,nodev 0 0"]
+    second += [f"/dev/{n} {root}/dev/{n} none bind 0 0" for n in DEV_NODES]
+    folders, links, files = ["./dev/shm"], [], [f"./dev/{n}" for n in DEV_NODES]
     made: set[str] = set()
     bound: list[str] = []
     for m in _mount_plan(policy):
-        rel = shlex.quote("." + m.dest)
-        parents = [shlex.quote("." + p) for p in _parents(m.dest, made, bound)]
-        if parents:
-            lines.append(f"mkdir -m 0755 {' '.join(parents)}")
+        folders += ["." + p for p in _parents(m.dest, made, bound)]
         if m.kind == "symlink":
-            lines.append(f"ln -s {shlex.quote(m.src)} {rel}")
+            links.append((m.src, "." + m.dest))
             continue
+        if not _covered(m.dest, bound):  # inside a bound folder the mount point already exists
+            (folders if os.path.isdir(m.src) else files).append("." + m.dest)
         bound.append(m.dest)
-        lines.append(f"[ -e {rel} ] || mkdir {rel}" if os.path.isdir(m.src) else f"[ -e {rel} ] || : > {rel}")
-        lines.append(f"mount --rbind {'-o ro ' if m.kind == 'ro' else ''}{shlex.quote(m.src)} {rel}")
-    lines.append(f"mount -o remount,bind,ro {r}")
-    return "\n".join(lines)
+        options = {"ro": "rbind,ro", "rw": "rbind", "dev": "bind"}[m.kind]
+        second.append(f"{_fstab_field(m.src)} {_fstab_field(root + m.dest)} none {options} 0 0")
+    links += [("/proc/self/fd", "./dev/fd")] + [(f"/proc/self/fd/{i}", f"./dev/{n}")
+                                                for i, n in enumerate(("stdin", "stdout", "stderr"))]
+    q = shlex.quote
+    return "\n".join([
+        "set -e", "umask 022", f"mount -t tmpfs -o mode=0755 stitch-root {q(root)}", f"cd {q(root)}",
+        "mkdir proc dev tmp", f"printf '%s\\n' {' '.join(map(q, first))} > .fstab", "mount -a -T .fstab",
+        f"mkdir -p {' '.join(map(q, folders))}", *(f": > {q(f)}" for f in files),
+        *(f"ln -s {q(src)} {q(dest)}" for src, dest in links),
+        f"printf '%s\\n' {' '.join(map(q, second))} > .fstab", "mount -a -T .fstab", "rm .fstab",
+        f"mount -o remount,bind,ro {q(root)}"])
 
 
 # ---------------------------------------------------------------- the command, level by level

@@ -8,12 +8,17 @@ Dimensions, each scored 0-1 with findings (code, severity, confidence, evidence 
   kernel profile (a "decoy kernel" when most GPU time is in PyTorch/ATen kernels the reference
   also launches). A program that does not parse cannot be cleared: score 0, verdict suspect.
 - cuda_engineering (weight 0.25): techniques found, each with its evidence line. 0.3 for having
-  custom code at all, + 0.5 x the share of the techniques this workload needs (elementwise:
-  vectorized access, grid-stride loop; reductions: warp primitives, shared memory, vectorized
-  access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/cuBLASLt/cuDNN/
-  CUTLASS call counts for all three) + 0.2 for up to three further techniques; blended 3:1 with
-  the measured efficiency (fraction of the memory floor or roofline) when a check or profile has
-  it. What the profile suggested but the code does not yet do is listed.
+  custom code at all, + 0.5 x the share of the techniques this workload needs on the candidate's
+  target, + 0.2 for up to three further techniques; blended 3:1 with the measured efficiency
+  (fraction of the floor or roofline) when a check or profile has it. Targets: CUDA C++
+  (elementwise: vectorized access, grid-stride loop; reductions: warp primitives, shared memory,
+  vectorized access; GEMM/conv: tensor cores, shared-memory tiling, async copies - a cuBLAS/
+  cuBLASLt/cuDNN/CUTLASS call counts for all three), C++ for the CPU (SIMD vectorisation,
+  multithreading, cache blocking for GEMM/conv, loop fusion) and GPU kernel languages (Triton,
+  CuTe DSL, TileLang: their compilers vectorise and stage shared memory, so tensor cores and
+  pipelining for GEMM, block reductions for reductions). Fusion is expected when the reference
+  has several ops. What the profile suggested but the code does not yet do is listed, worded
+  within the task's rules (no plain TF32/BF16 on fp32 tasks: 3xTF32 instead).
 - operator_coverage (weight 0.25): the share of the reference's GPU time (profile_reference when
   stored, else a static estimate: GEMM/conv 10, reductions 3, elementwise 1) in ops that the
   candidate computes with its own code rather than PyTorch; capped by the custom-kernel share of
@@ -55,6 +60,20 @@ EXPECTED = {
     "reduction": ["warp_primitives", "shared_memory", "vectorized_access"],
     "gemm": ["tensor_cores", "smem_tiling", "async_copy"],
 }
+# What a workload needs, by target: CUDA C++ (above), C++ for the CPU, and kernel languages whose
+# compilers already vectorise, stage shared memory and pick grid mappings (Triton, CuTe DSL, TileLang).
+EXPECTED_BY_TARGET = {
+    "cuda": EXPECTED,
+    "cpu": {"elementwise": ["cpu_simd", "cpu_threads"], "reduction": ["cpu_simd", "cpu_threads"],
+            "gemm": ["cpu_cache_blocking", "cpu_simd", "cpu_threads"]},
+    "dsl": {"elementwise": [], "reduction": ["warp_primitives"], "gemm": ["tensor_cores", "async_copy"]},
+}
+FUSION_KEY = {"cuda": "fusion", "dsl": "fusion", "cpu": "loop_fusion"}
+TARGET_WORDS = {
+    "cuda": "CUDA C++",
+    "dsl": "a GPU kernel language (Triton, CuTe DSL, TileLang, ...)",
+    "cpu": "C++ for the CPU: graded on SIMD vectorisation, multithreading, cache blocking and loop fusion",
+}
 LIBRARY_TECHNIQUES = {"cublas", "cublaslt", "cudnn", "cutlass"}
 
 ADVICE = {
@@ -74,6 +93,25 @@ ADVICE = {
     "loop_unrolling": "unroll the inner loop (#pragma unroll) to raise instruction-level parallelism",
     "launch_bounds": "declare __launch_bounds__ so the compiler budgets registers for the block size",
     "cache_hints": "use streaming loads/stores (__ldcs/__stcs) for data read or written once",
+    # C++ for the CPU
+    "cpu_simd": "vectorise the inner loop: unit-stride loops the compiler can vectorise (-O3 -march=native, "
+                "#pragma omp simd, no calls it cannot inline) or at::vec::Vectorized / AVX intrinsics",
+    "cpu_threads": "split the outer loop across the cores with at::parallel_for (PyTorch's own thread pool; "
+                   "-fopenmp links a second OpenMP runtime that competes with PyTorch's threads)",
+    "cpu_cache_blocking": "block the loops so each tile of the operands stays in L1/L2 while it is reused "
+                          "(tile i/j/k and pack the reused panel)",
+    "loop_fusion": "fuse the elementwise steps into one loop so each element is read and written once, with no "
+                   "intermediate tensors",
+}
+# Advice for the same technique where the candidate is written in a GPU kernel language
+DSL_ADVICE = {
+    "tensor_cores": "do the inner product with the language's matrix op (tl.dot, T.gemm, a CuTe MMA atom) so it "
+                    "runs on tensor cores",
+    "async_copy": "pipeline the K loop (num_stages >= 2 in triton.Config, T.Pipelined, a CuTe cp.async/TMA "
+                  "pipeline) so loads overlap the math",
+    "warp_primitives": "reduce with the language's block reduction (tl.sum / tl.max, T.reduce_*), one program "
+                       "per row",
+    "fusion": "fuse the reference's consecutive ops into one kernel so intermediates never reach global memory",
 }
 
 # Feedback text -> what it asks for. "[key] ..." tags (as the loop writes them) win over keywords.
@@ -93,6 +131,10 @@ KEYWORDS = [
     ("fusion", r"\bfus(e|ed|ion)\b"),
     ("cublaslt", r"cublaslt"), ("cublas", r"cublas"), ("cudnn", r"cudnn"), ("cutlass", r"cutlass|cute"),
     ("restrict", r"__restrict__"),
+    ("cpu_simd", r"\bsimd\b|simd vector|avx|vectori[sz]ed? (the )?inner loop|at::vec"),
+    ("cpu_threads", r"openmp|\bomp\b|parallel_for|multithread"),
+    ("cpu_cache_blocking", r"cache[- ]block|loop til(e|ing)|blocking"),
+    ("loop_fusion", r"loop fusion|fuse (the )?loops|one pass|single pass"),
     ("packed_half", r"half2|bf162|packed half"),
     ("current_stream", r"current (cuda )?stream|getcurrentcudastream"),
     ("no_fallback", r"fallback|pytorch|\btorch[.:]|\baten\b|at::"),
@@ -205,8 +247,9 @@ def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None)
     ff = timing.get("floor_fraction")
     if ff is not None and ff > 1.1 and not any("floor" in f.code for f in findings):
         findings.append(Finding(code="below_physical_floor", confidence="probable", severity="warning",
-                                message=f"the measured time is {ff:.2f}x faster than the memory floor allows: "
-                                        "work is hidden from the timer or skipped",
+                                message=f"the measured time is {ff:.2f}x faster than the hardware floor allows "
+                                        "(the larger of bytes / bandwidth and FLOPs / peak): work is hidden from the "
+                                        "timer or skipped",
                                 evidence=_ev(None, "timing.floor_fraction", "check")))
     if split is not None and split.total > 0:
         py_share = split.share(split.pytorch)
@@ -279,44 +322,66 @@ def coverage(a: an.Analysis, shares: list[tuple[str, float]], source: str,
             covered, uncovered)
 
 
+def target_of(a: an.Analysis, check: dict | None = None) -> str:
+    """What the candidate is written for: the code says (CUDA C++, a GPU kernel language, C++ with no
+    CUDA); with no custom code to tell, the machine it was checked on."""
+    if a.target:
+        return a.target
+    device = str((check or {}).get("device") or ((check or {}).get("timing") or {}).get("device") or "")
+    return "cpu" if device.lower().startswith("cpu") else "cuda"
+
+
+def _fused(a: an.Analysis, covered: list[str], target: str) -> str | None:
+    """Why the candidate counts as fused (several reference ops in fewer kernels / loop nests), or None."""
+    if len(covered) < 2:
+        return None
+    if target == "cpu":
+        if 1 <= a.cpu_loop_nests < len(covered):
+            return f"{', '.join(covered)} in {a.cpu_loop_nests} loop nest(s)"
+        return None
+    if a.kernels and len(a.kernels) < len(covered):
+        return f"{', '.join(covered)} in {len(a.kernels)} kernel(s)"
+    return None
+
+
 def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[str], check: dict | None,
                 kprof: dict | None) -> tuple[Dimension, list[str]]:
     """The dimension and the expected techniques still missing (for feedback)."""
     findings: list[Finding] = []
+    target = target_of(a, check)
     keys = a.technique_keys()
-    if len(covered) >= 2 and len(a.kernels) < len(covered) and a.kernels:
-        keys.add("fusion")
+    fusion_key = FUSION_KEY[target]
+    fused = _fused(a, covered, target)
+    if fused:
+        keys.add(fusion_key)
         findings.append(Finding(code="technique", severity="info", confidence="probable",
-                                message=f"{an.TECHNIQUE_LABELS['fusion']}: {', '.join(covered)} in "
-                                        f"{len(a.kernels)} kernel(s)"))
+                                message=f"{an.TECHNIQUE_LABELS[fusion_key]}: {fused}"))
     for t in a.techniques:
         findings.append(Finding(code="technique", severity="info", confidence="certain",
                                 message=t.label, evidence=_ev(t.line, t.text)))
+    findings.append(Finding(code="target", severity="info", confidence="probable",
+                            message=f"target: {TARGET_WORDS[target]}"))
     if not a.has_custom_code:
         findings.append(Finding(code="no_custom_code", severity="warning", confidence="certain",
                                 message="no custom kernel or direct library call: nothing to credit"))
         return Dimension(score=0.0, weight=WEIGHTS["cuda_engineering"], findings=findings), []
     top = shares[0][0] if shares else None
     workload = an.op_class(top) if top else "elementwise"
-    expected = list(EXPECTED[workload])
+    expected = list(EXPECTED_BY_TARGET[target][workload])
     if len(shares) >= 2 and workload != "gemm":
-        expected.append("fusion")
+        expected.append(fusion_key)
     have = set(keys)
     if keys & LIBRARY_TECHNIQUES:
         have |= {"tensor_cores", "smem_tiling", "async_copy"}
-    bounds = {k.get("bound") for k in (kprof or {}).get("kernels") or [] if k.get("bound")}
-    if "memory-bound" in bounds and "vectorized_access" not in expected:
-        expected.append("vectorized_access")
-    if "compute-bound" in bounds and workload == "gemm" and "tensor_cores" not in expected:
-        expected.append("tensor_cores")
-    if "launch-bound" in bounds:
-        expected.append("fusion" if len(shares) >= 2 else "cuda_graphs")
+    if target != "cpu":  # Nsight Compute's boundedness is GPU evidence
+        _expect_from_profile(expected, kprof, workload, len(shares))
     found = [k for k in expected if k in have]
     missing = [k for k in expected if k not in have]
+    advice = DSL_ADVICE if target == "dsl" else {}
     for k in missing:
         findings.append(Finding(code="missing_technique", severity="warning", confidence="probable",
                                 message=f"{workload} workload: {an.TECHNIQUE_LABELS.get(k, k)} not used; "
-                                        f"{ADVICE.get(k, '')}"))
+                                        f"{advice.get(k) or ADVICE.get(k, '')}"))
     extras = len(keys - set(expected) - {"current_stream"})
     score = 0.3 + 0.5 * (len(found) / len(expected) if expected else 1.0) + 0.2 * min(1.0, extras / 3)
     eff = _efficiency(check, kprof)
@@ -324,16 +389,45 @@ def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[s
         score = 0.75 * score + 0.25 * eff
         findings.append(Finding(code="efficiency", severity="info", confidence="certain",
                                 message=f"measured efficiency {eff:.0%} of the hardware limit"))
+    findings.extend(_open_suggestions(kprof, have, fp32_task=not _low_precision(a)))
+    return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["cuda_engineering"], findings=findings), missing
+
+
+def _expect_from_profile(expected: list[str], kprof: dict | None, workload: str, n_ops: int) -> None:
+    bounds = {k.get("bound") for k in (kprof or {}).get("kernels") or [] if k.get("bound")}
+    if "memory-bound" in bounds and "vectorized_access" not in expected:
+        expected.append("vectorized_access")
+    if "compute-bound" in bounds and workload == "gemm" and "tensor_cores" not in expected:
+        expected.append("tensor_cores")
+    if "launch-bound" in bounds:
+        expected.append("fusion" if n_ops >= 2 else "cuda_graphs")
+
+
+def _low_precision(a: an.Analysis) -> bool:
+    return a.ref_low_precision
+
+
+_TF32_SUGGESTION = re.compile(r"TF32|BF16|FP16|half precision", re.I)
+FP32_TENSOR_CORES = ("on this fp32 task keep fp32 accuracy: 3xTF32 (split each operand into a TF32 high part and "
+                     "residual, three tensor-core products; CUTLASS OpMultiplyAddFastF32) or cuBLAS/cuBLASLt with "
+                     "CUBLAS_COMPUTE_32F; plain TF32/BF16 is a precision downgrade under the rules")
+
+
+def _open_suggestions(kprof: dict | None, have: set[str], fp32_task: bool) -> list[Finding]:
+    """profile_kernel's suggestions the code does not act on yet, worded within the task's rules."""
+    out = []
     for k in (kprof or {}).get("kernels") or []:
         for s in (k.get("suggestions") or [])[:3]:
             text = s.get("text") or ""
             asked = _keys_of(text)
             if asked and not (asked & (have | {"no_fallback", "launch_config", "current_stream"})):
-                findings.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
-                                        message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),
-                                        evidence=_ev(None, f"{k.get('name', '')}: {s.get('metric', '')} "
-                                                           f"{s.get('value', '')}", "profile_kernel")))
-    return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["cuda_engineering"], findings=findings), missing
+                if fp32_task and _TF32_SUGGESTION.search(text) and "3xTF32" not in text:
+                    text = f"{text.rstrip('.')}; {FP32_TENSOR_CORES}"
+                out.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
+                                   message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),
+                                   evidence=_ev(None, f"{k.get('name', '')}: {s.get('metric', '')} "
+                                                      f"{s.get('value', '')}", "profile_kernel")))
+    return out
 
 
 def _efficiency(check: dict | None, kprof: dict | None) -> float | None:
@@ -348,6 +442,10 @@ def _efficiency(check: dict | None, kprof: dict | None) -> float | None:
 KNOWN_TAGS = set(an.TECHNIQUE_LABELS) | {key for key, _ in KEYWORDS}
 
 
+# "(cuBLAS/cuDNN calls are fine)", "(a plan cache is legitimate)": what an item permits is not what it asks for
+_PERMITTED = re.compile(r"\([^()]*\b(fine|legitimate|allowed|ok(ay)?)\b[^()]*\)", re.I)
+
+
 def _keys_of(text: str) -> set[str]:
     """What a feedback item asks for: its [tag] when the analysis knows it, else keywords in its text."""
     m = re.match(r"\s*\[([\w:.-]+)\]\s*", text)
@@ -356,7 +454,7 @@ def _keys_of(text: str) -> set[str]:
         if tag in KNOWN_TAGS:
             return {tag}
         text = text[m.end():]
-    low = text.lower()
+    low = _PERMITTED.sub(" ", text.lower())
     return {key for key, pat in KEYWORDS if re.search(pat, low)}
 
 
@@ -372,33 +470,63 @@ def _changed_lines(old: str, new: str) -> tuple[set[int], list[str]]:
     return changed, removed
 
 
+def _quote(line: int | None, text: str, file: str = an.PY, whose: str = "") -> str:
+    """'line 12: `x = ...`' (or 'kernel.cu line 4: ...'), the evidence a reason names."""
+    where = f"{whose}{'' if file == an.PY else file + ' '}line {line}" if line else (whose + file).strip()
+    text = " ".join((text or "").split())[:90]
+    return f"{where}: `{text}`" if text else where
+
+
+@dataclass
+class _Sides:
+    """The candidate and its parent as the skill-compliance check compares them."""
+
+    now: an.Analysis
+    before: an.Analysis
+    now_keys: set[str]
+    before_keys: set[str]
+    now_fb: set[str]
+    before_fb: set[str]
+    changed: set[int]
+    removed: list[str]
+    lines: list[str]
+    parent_id: str
+
+
+def _fallback_findings(a: an.Analysis) -> list[Finding]:
+    return [f for f in a.findings if f.code in FALLBACK_CODES and f.confidence != "possible"]
+
+
 def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feedback: list[str],
                      a: an.Analysis, shares: list[tuple[str, float]], covered: list[str],
                      ref_source: str) -> Dimension:
     findings: list[Finding] = []
     if not feedback:
+        why = (f"no feedback stored with save_feedback on its parent {cand.parent_id} in this session"
+               if cand.parent_id else "no parent in this session (a first candidate)")
         findings.append(Finding(code="no_feedback", severity="info", confidence="certain",
-                                message="no Verifier feedback to follow (first candidate, or none stored)"))
+                                message=f"no Verifier feedback to follow: {why}"))
         return Dimension(score=1.0, weight=WEIGHTS["skill_compliance"], findings=findings)
     before = an.analyze_candidate(parent.source, ref_source, shares) if parent else an.Analysis(parsed=False)
     changed, removed = _changed_lines(parent.source if parent else "", cand.source)
-    lines = cand.source.splitlines()
     now_keys, before_keys = a.technique_keys(), before.technique_keys()
-    if len(covered) >= 2 and a.kernels and len(a.kernels) < len(covered):
-        now_keys.add("fusion")
+    target = target_of(a)
+    if _fused(a, covered, target):
+        now_keys.add(FUSION_KEY[target])
     if a.libraries:
         now_keys |= {k for k in LIBRARY_TECHNIQUES if k in now_keys}
-    now_fb = {f.code for f in a.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
-    before_fb = {f.code for f in before.findings if f.code in FALLBACK_CODES and f.confidence != "possible"}
+    sides = _Sides(now=a, before=before, now_keys=now_keys, before_keys=before_keys,
+                   now_fb={f.code for f in _fallback_findings(a)},
+                   before_fb={f.code for f in _fallback_findings(before)},
+                   changed=changed, removed=removed, lines=cand.source.splitlines(),
+                   parent_id=parent.candidate_id if parent else "none")
     ref_ops = {op for op, _ in shares}
     total = 0.0
     for item in feedback:
-        keys = _keys_of(item)
-        negative = bool(NEGATIVE.search(item))
-        status, why, line = _judge_item(item, keys, negative, a, before, now_keys, before_keys, now_fb, before_fb,
-                                        changed, removed, lines, ref_ops, covered)
+        status, why, line = _judge_item(item, sides, ref_ops, covered)
         total += {"done": 1.0, "unclear": 0.5}.get(status, 0.0)
         sev = {"done": "info", "unclear": "info", "not_done": "warning", "contradicted": "error"}[status]
+        lines = sides.lines
         findings.append(Finding(code=f"feedback_{status}", severity=sev,
                                 confidence="probable" if status != "unclear" else "possible",
                                 message=f"{item[:160]} -> {status.replace('_', ' ')}: {why}",
@@ -406,96 +534,150 @@ def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feed
     return Dimension(score=total / len(feedback), weight=WEIGHTS["skill_compliance"], findings=findings)
 
 
-def _judge_item(item, keys, negative, a, before, now_keys, before_keys, now_fb, before_fb, changed, removed,
-                lines, ref_ops, covered) -> tuple[str, str, int | None]:
-    first_changed = min(changed) if changed else None
+def _technique_at(a: an.Analysis, keys: set[str]) -> an.Technique | None:
+    return next((t for t in a.techniques if t.key in keys), None)
+
+
+def _judge_item(item: str, s: _Sides, ref_ops: set[str], covered: list[str]) -> tuple[str, str, int | None]:
+    """(status, reason naming its evidence, candidate line) for one feedback item."""
+    if not s.changed and not s.removed:
+        return "not_done", f"the source is identical to its parent {s.parent_id}", None
     low = item.lower()
-    if not changed and not removed:
-        return "not_done", "the candidate is unchanged from its parent", None
+    keys = _keys_of(item)
     # coverage items: "[coverage:relu] implement relu in custom code"
     m = re.match(r"\s*\[coverage:([\w]+)\]", item)
     cov_op = m.group(1) if m else next((op for op in ref_ops if re.search(rf"\b{re.escape(op)}\b", low) and
                                         re.search(r"implement|custom|cover|kernel", low) and not keys - {
                                             "no_fallback"}), None)
     if cov_op:
-        if cov_op in covered:
-            return "done", f"`{cov_op}` is now computed by custom code", first_changed
-        return "not_done", f"`{cov_op}` still runs as PyTorch", None
+        return _judge_coverage(cov_op, s, covered)
     tag = re.match(r"\s*\[([\w.-]+)\]", item)
     code = tag.group(1) if tag else None
-    if code and code not in KNOWN_TAGS and any(f.code == code for f in before.findings):
-        if any(f.code == code for f in a.findings):
-            return "not_done", f"`{code}` is still found", None
-        return "done", f"`{code}` is gone", first_changed
+    if code and code not in KNOWN_TAGS and any(f.code == code for f in s.before.findings):
+        still = next((f for f in s.now.findings if f.code == code), None)
+        if still is not None:
+            ev = still.evidence[0] if still.evidence else None
+            return "not_done", f"`{code}` is still found at " + (_quote(ev.line, ev.text, ev.file) if ev else
+                                                                  "the same place"), ev.line if ev else None
+        was = next(f for f in s.before.findings if f.code == code)
+        ev = was.evidence[0] if was.evidence else None
+        return "done", f"`{code}` is gone" + (f" (it was at {_quote(ev.line, ev.text, ev.file, 'parent ')})"
+                                              if ev else ""), min(s.changed) if s.changed else None
     if "no_fallback" in keys or (keys & FALLBACK_CODES):
-        if not now_fb:
-            return "done", "no PyTorch fallback remains", first_changed
-        if now_fb - before_fb:
-            return "contradicted", f"a new fallback appeared ({', '.join(sorted(now_fb - before_fb))})", None
-        return "not_done", f"still a fallback ({', '.join(sorted(now_fb))})", None
+        return _judge_fallback(s)
     if "current_stream" in keys:
-        if any(f.code == "unjoined_stream" for f in a.findings):
-            return "contradicted", "work runs on a private stream that is never joined", None
-        if "current_stream" in now_keys:
-            t = next(t for t in a.techniques if t.key == "current_stream")
-            return "done", "launches on PyTorch's current stream", t.line
-        return "not_done", "no launch on getCurrentCUDAStream()", None
+        bad = next((f for f in s.now.findings if f.code == "unjoined_stream"), None)
+        if bad is not None:
+            ev = bad.evidence[0] if bad.evidence else None
+            return "contradicted", "work runs on a private stream that is never joined" + (
+                f" ({_quote(ev.line, ev.text, ev.file)})" if ev else ""), ev.line if ev else None
+        t = _technique_at(s.now, {"current_stream"})
+        if t is not None:
+            return "done", f"launches on PyTorch's current stream ({_quote(t.line, t.text, t.file)})", t.line
+        return "not_done", "no launch on getCurrentCUDAStream() anywhere in the candidate", None
     if "launch_config" in keys and not (keys - {"launch_config"}):
-        touched = [n for n in changed if re.search(r"<<<|threads|block|__launch_bounds__|grid", lines[n - 1],
-                                                   re.I)]
+        touched = [n for n in sorted(s.changed) if re.search(r"<<<|threads|block|__launch_bounds__|grid",
+                                                             s.lines[n - 1], re.I)]
         if touched:
-            return "done", "the launch configuration changed", touched[0]
-        return "not_done", "the launch configuration is unchanged", None
+            return "done", f"the launch configuration changed ({_quote(touched[0], s.lines[touched[0] - 1])})", \
+                touched[0]
+        return "not_done", "no changed line touches a launch (<<<...>>>, block, grid or __launch_bounds__)", None
     tech = keys - {"no_fallback", "launch_config", "current_stream"}
     if tech:
-        if negative:
-            present = tech & now_keys
-            if not present:
-                return "done", f"{', '.join(sorted(tech))} removed", first_changed
-            if present - before_keys:
-                return "contradicted", f"{', '.join(sorted(present - before_keys))} added although asked to remove", \
-                    None
-            return "not_done", f"{', '.join(sorted(present))} still present", None
-        present = tech & now_keys
-        if present:
-            t = next((t for t in a.techniques if t.key in present), None)
-            new = present - before_keys
-            return "done", (f"now uses {', '.join(sorted(new))}" if new else
-                            f"uses {', '.join(sorted(present))}"), t.line if t else first_changed
-        lost = tech & before_keys
-        if lost:
-            return "contradicted", f"{', '.join(sorted(lost))} was there before and is gone", None
-        return "not_done", f"no {', '.join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(tech))} in the code", None
-    # free text: does the diff touch what it names?
+        return _judge_technique(tech, bool(NEGATIVE.search(item)), s)
+    return _judge_free_text(item, low, s)
+
+
+def _judge_coverage(op: str, s: _Sides, covered: list[str]) -> tuple[str, str, int | None]:
+    if op in covered:
+        call = next((c for c in s.now.custom_calls), None)
+        via = f" (forward calls {_quote(call.line, call.text or call.call, call.file)})" if call else ""
+        return "done", f"`{op}` is now computed by custom code{via}", call.line if call else None
+    use = next((o for o in s.now.torch_ops + s.now.aten_ops if o.op == op), None)
+    return "not_done", f"`{op}` still runs as PyTorch" + (
+        f" at {_quote(use.line, use.text or use.call, use.file)}" if use else ""), use.line if use else None
+
+
+def _judge_fallback(s: _Sides) -> tuple[str, str, int | None]:
+    now = _fallback_findings(s.now)
+    if not now:
+        gone = _fallback_findings(s.before)
+        was = gone[0].evidence[0] if gone and gone[0].evidence else None
+        call = next((c for c in s.now.custom_calls), None)
+        bits = [f"the parent's `{gone[0].code}` at {_quote(was.line, was.text, was.file, 'parent ')} is gone"
+                if was else "no PyTorch fallback finding remains"]
+        if call is not None:
+            bits.append(f"forward calls {_quote(call.line, call.text or call.call, call.file)}")
+        return "done", "; ".join(bits), call.line if call else (min(s.changed) if s.changed else None)
+    f = now[0]
+    ev = f.evidence[0] if f.evidence else None
+    where = f" at {_quote(ev.line, ev.text, ev.file)}" if ev else ""
+    if f.code not in s.before_fb:
+        return "contradicted", f"a new fallback appeared: `{f.code}`{where}", ev.line if ev else None
+    return "not_done", f"still a fallback: `{f.code}`{where}", ev.line if ev else None
+
+
+def _judge_technique(tech: set[str], negative: bool, s: _Sides) -> tuple[str, str, int | None]:
+    labels = ", ".join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(tech))
+    present = tech & s.now_keys
+    if negative:
+        if not present:
+            t = _technique_at(s.before, tech)
+            was = f" (the parent had it at {_quote(t.line, t.text, t.file, 'parent ')})" if t else ""
+            return "done", f"no {labels} left{was}", min(s.changed) if s.changed else None
+        t = _technique_at(s.now, present)
+        where = _quote(t.line, t.text, t.file) if t else "the candidate"
+        if present - s.before_keys:
+            return "contradicted", f"added although asked to remove, at {where}", t.line if t else None
+        return "not_done", f"still present at {where}", t.line if t else None
+    if present:
+        t = _technique_at(s.now, present)
+        new = present - s.before_keys
+        what = "now uses" if new else "uses"
+        return "done", f"{what} {', '.join(an.TECHNIQUE_LABELS.get(k, k) for k in sorted(present))}" + (
+            f" at {_quote(t.line, t.text, t.file)}" if t else ""), t.line if t else None
+    lost = tech & s.before_keys
+    if lost:
+        t = _technique_at(s.before, lost)
+        return "contradicted", f"the parent had it at {_quote(t.line, t.text, t.file, 'parent ')} and it is gone" \
+            if t else f"{labels}: the parent had it and it is gone", None
+    return "not_done", f"no {labels} anywhere in the candidate's code", None
+
+
+def _judge_free_text(item: str, low: str, s: _Sides) -> tuple[str, str, int | None]:
     idents = {w for w in re.findall(r"`([^`]+)`|\b([A-Za-z_]\w*[_A-Z]\w*)\b", item) for w in w if w}
-    touched = [n for n in sorted(changed) if any(i in lines[n - 1] for i in idents)]
+    touched = [n for n in sorted(s.changed) if any(i in s.lines[n - 1] for i in idents)]
     if touched:
-        return "done", "the change touches what the item names", touched[0]
+        return "done", f"a changed line names what the item names ({_quote(touched[0], s.lines[touched[0] - 1])})", \
+            touched[0]
     m = re.search(r"\blines? (\d+)", low)
-    if m and any(abs(n - int(m.group(1))) <= 3 for n in changed):
-        return "done", "the lines it points at changed", int(m.group(1))
-    return "unclear", "the item names no technique the analysis can check", first_changed
+    if m:
+        near = [n for n in sorted(s.changed) if abs(n - int(m.group(1))) <= 3]
+        if near:
+            return "done", f"the lines it points at changed ({_quote(near[0], s.lines[near[0] - 1])})", near[0]
+    return "unclear", "the item names no technique, finding or line the analysis can check", \
+        min(s.changed) if s.changed else None
 
 
 # ---------------------------------------------------------------------------- the rubric
 
 
-def default_feedback(cand: CandidateRecord) -> list[str]:
-    """The feedback the candidate was meant to address: saved feedback on its parent, else the
-    feedback of the parent's latest routing decision."""
+def default_feedback(cand: CandidateRecord, session: str | None = None) -> list[str]:
+    """The feedback the candidate was meant to address: what the Verifier stored with save_feedback on
+    its parent in this session. Never a routing decision's text (it changes each time the parent is
+    routed again) and never another session's feedback."""
     if not cand.parent_id:
         return []
-    from stitch_mcp.store import get_workspace
+    from stitch_mcp.store import get_workspace, session_name
 
     ws = get_workspace()
-    saved = ws.latest_report("feedback", candidate_id=cand.parent_id)
-    if saved and saved.get("items"):
-        return list(saved["items"])
-    routes = [r for cid, r in ws.routes(cand.task_id) if cid == cand.parent_id]
-    return list(routes[-1].feedback) if routes else []
+    home = ws.home_session(cand.candidate_id, session_name(session))
+    saved = ws.latest_report("feedback", candidate_id=cand.parent_id, session=home)
+    return list(saved["items"]) if saved and saved.get("items") else []
 
 
-def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None = None) -> RubricReport:
+def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None = None,
+           session: str | None = None) -> RubricReport:
     """The deterministic rubric of a stored candidate from its source and its stored reports."""
     from stitch_mcp.store import get_workspace
 
@@ -516,10 +698,10 @@ def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None =
     parent = None
     if cand.parent_id:
         try:
-            parent = ws.candidate(cand.parent_id)
+            parent = ws.candidate(cand.parent_id, session)
         except UserError:
             parent = None
-    items = feedback if feedback is not None else default_feedback(cand)
+    items = feedback if feedback is not None else default_feedback(cand, session)
     skill = skill_compliance(cand, parent, items, a, shares, covered, task.source)
     dims = RubricDimensions(anti_hacking=anti, cuda_engineering=eng, operator_coverage=cov, skill_compliance=skill)
     verdict = verdict_of(anti)
@@ -547,6 +729,25 @@ def overall_of(dims: RubricDimensions, verdict: str) -> float:
     return round(max(0.0, min(1.0, total / sum(WEIGHTS.values()))), 4)
 
 
+_MISSING = re.compile(r"^\w+ workload: (?P<label>.*?) not used; (?P<advice>.*)$", re.S)
+
+
+def _missing_label(f: Finding) -> str:
+    m = _MISSING.match(f.message)
+    return m.group("label") if m else f.message
+
+
+def missing_technique_item(f: Finding) -> str | None:
+    """The feedback item for a missing_technique finding: "[key] Advice." with the advice worded for
+    the candidate's target (CUDA C++, CPU C++ or a kernel language). For the loop's feedback."""
+    m = _MISSING.match(f.message) if f.code == "missing_technique" else None
+    key = next((k for k, label in an.TECHNIQUE_LABELS.items() if m and label == m.group("label")), None)
+    if not key or not m.group("advice"):
+        return None
+    advice = m.group("advice").rstrip(".")
+    return f"[{key}] {advice[0].upper()}{advice[1:]}."
+
+
 def summarize(r: RubricReport) -> str:
     d = r.dimensions
     assert d is not None
@@ -559,13 +760,16 @@ def summarize(r: RubricReport) -> str:
         or "nothing found"))
     techs = [f for f in d.cuda_engineering.findings if f.code == "technique"]
     missing = [f for f in d.cuda_engineering.findings if f.code == "missing_technique"]
-    lines.append(f"- CUDA engineering {d.cuda_engineering.score:.2f}: "
+    target = next((f.message for f in d.cuda_engineering.findings if f.code == "target"), "")
+    eng_name = "C++ (CPU) engineering" if "for the CPU" in target else "CUDA engineering"
+    lines.append(f"- {eng_name} {d.cuda_engineering.score:.2f}: "
                  + (", ".join(f.message + (f" (line {f.evidence[0].line})" if f.evidence and f.evidence[0].line
                                            else "") for f in techs[:6]) or "no techniques")
-                 + (f"; missing: {', '.join(f.message.split(':')[1].split(' not used')[0].strip() for f in missing)}"
-                    if missing else ""))
-    lines.append(f"- operator coverage {d.operator_coverage.score:.2f}: covered {', '.join(r.covered_ops) or '-'}; "
-                 f"still PyTorch {', '.join(r.uncovered_ops) or '-'}")
+                 + (f"; missing: {', '.join(_missing_label(f) for f in missing)}" if missing else ""))
+    lines.append(f"- operator coverage {d.operator_coverage.score:.2f}: "
+                 + (f"custom code computes {', '.join(r.covered_ops)}" if r.covered_ops else "no op in custom code")
+                 + (f"; still in PyTorch: {', '.join(r.uncovered_ops)}" if r.uncovered_ops
+                    else "; nothing left in PyTorch"))
     fb = [f for f in d.skill_compliance.findings if f.code.startswith("feedback_")]
     if fb:
         counts = {s: sum(1 for f in fb if f.code == f"feedback_{s}") for s in ("done", "not_done", "contradicted",
@@ -585,25 +789,28 @@ def summarize(r: RubricReport) -> str:
 
 def rubric_score(*, candidate: str | None = None, candidate_id: str | None = None, reference: str | None = None,
                  task_id: str | None = None, feedback: list[str] | None = None, judge: str = "none",
+                 parent_candidate_id: str | None = None, session: str | None = None,
                  progress: Progress | None = None) -> RubricReport:
-    """Score a candidate, store the rubric and the routing decision it leads to."""
+    """Score a candidate, store the rubric and the routing decision it leads to.
+
+    parent_candidate_id: the candidate this one was written from (default: the one this session
+    submitted last on the task); its stored feedback is what skill compliance grades."""
     from stitch_mcp.loop import route_after
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
 
     ws = get_workspace()
     if candidate_id and not candidate and not reference and not task_id:
-        cand = ws.candidate(candidate_id)
-        task = ws.task(cand.task_id)
+        task = ws.task(ws.candidate(candidate_id).task_id)
     else:
         task = resolve_task(reference, task_id)
-        cand = resolve_candidate(candidate, candidate_id, task)
+    cand = resolve_candidate(candidate, candidate_id, task, parent_id=parent_candidate_id, session=session)
     if progress is not None:
         progress.update(1, 3, "static analysis")
-    report = assess(task, cand, feedback)
+    report = assess(task, cand, feedback, session=session)
     if progress is not None:
         progress.update(2, 3, "routing")
-    report.route = route_after(task.task_id, cand.candidate_id, rubric=report)
+    report.route = route_after(task.task_id, cand.candidate_id, rubric=report, session=session)
     if judge != "none":
         report.judge = "client judge is requested through the MCP tool (judge='client')"
     report.summary = summarize(report)
@@ -684,62 +891,44 @@ def merge_judgement(report: RubricReport, answer: dict) -> RubricReport:
     return r
 
 
-def judge_request(ctx, judge: str = "none", candidate: str | None = None, candidate_id: str | None = None,
-                  reference: str | None = None, task_id: str | None = None, feedback: list[str] | None = None):
-    """Resolver for the rubric_score tool: a Sample request to the client's model when judge='client'
-    and the client can sample; otherwise a string saying why no second opinion is asked."""
-    if judge != "client":
-        return "not requested"
-    caps = getattr(ctx, "client_capabilities", None)
-    if caps is None or getattr(caps, "sampling", None) is None:
-        return "the client does not support MCP sampling"
-    from mcp.server.mcpserver import Sample
-    from mcp.types import SamplingMessage, TextContent
-
+def judge_prompt_for(candidate: str | None, candidate_id: str | None, reference: str | None,
+                     task_id: str | None, feedback: list[str] | None, session: str | None = None) -> str:
+    """The prompt asking a model for a second opinion on a candidate (sent by the MCP layer through
+    sampling, with JUDGE_SYSTEM). Raises UserError when the candidate or task cannot be found."""
     from stitch_mcp.sources import load_program, resolve_task
     from stitch_mcp.store import content_id, get_workspace
 
-    try:
-        ws = get_workspace()
-        if candidate_id and not candidate:
-            cand = ws.candidate(candidate_id)
-            task = ws.task(cand.task_id)
-        else:
-            source = load_program(candidate, "candidate").source if candidate else ""
-            task = resolve_task(reference, task_id)
-            cid = content_id("c", task.task_id, source)
-            try:
-                cand = ws.candidate(cid)
-            except UserError:
-                cand = CandidateRecord(candidate_id=cid, task_id=task.task_id, source=source,
-                                       source_hash="", created_at=0.0)
-        report = assess(task, cand, feedback)
-    except (UserError, OSError) as exc:
-        return f"no second opinion: {exc}"
-    prompt = judge_prompt(task, cand, report)
-    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
-                  max_tokens=1200, system_prompt=JUDGE_SYSTEM, temperature=0.0)
+    ws = get_workspace()
+    if candidate_id and not candidate:
+        cand = ws.candidate(candidate_id, session)
+        task = ws.task(cand.task_id)
+    else:
+        source = load_program(candidate, "candidate").source if candidate else ""
+        task = resolve_task(reference, task_id)
+        cid = content_id("c", task.task_id, source)
+        try:
+            cand = ws.candidate(cid, session)
+        except UserError:
+            cand = CandidateRecord(candidate_id=cid, task_id=task.task_id, source=source,
+                                   source_hash="", created_at=0.0)
+    report = assess(task, cand, feedback, session=session)
+    return judge_prompt(task, cand, report)
 
 
-async def client_judgement(ctx, result, opinion=None):
-    """Merge the client's sampled grade (opinion, from judge_request) into a finished rubric result."""
-    from stitch_mcp.server import _tool_result
+def apply_client_judgement(report: RubricReport, answer: str | None, unavailable: str | None = None) -> RubricReport:
+    """Merge the client model's answer (text) into a finished rubric report and store the merged report;
+    `unavailable` says why there is no answer."""
     from stitch_mcp.store import get_workspace
 
-    report = RubricReport.model_validate(result.structured_content)
-    if opinion is None or isinstance(opinion, str):
-        report.judge = f"client judge unavailable: {opinion or 'the client did not answer'}"
+    if answer is None:
+        report.judge = f"client judge unavailable: {unavailable or 'the client did not answer'}"
         report.summary = summarize(report)
-        return _tool_result(report, report.summary)
-    content = getattr(opinion, "content", None)
-    text = getattr(content, "text", None) if content is not None else None
-    if isinstance(content, list):
-        text = " ".join(getattr(c, "text", "") for c in content)
+        return report
     try:
-        merged = merge_judgement(report, parse_judgement(text or ""))
+        merged = merge_judgement(report, parse_judgement(answer))
     except (ValueError, json.JSONDecodeError) as exc:
         report.judge = f"client judge unusable: {exc}"
         report.summary = summarize(report)
-        return _tool_result(report, report.summary)
+        return report
     get_workspace().add_report("rubric", merged, task_id=merged.task_id, candidate_id=merged.candidate_id)
-    return _tool_result(merged, merged.summary)
+    return merged

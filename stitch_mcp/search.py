@@ -73,6 +73,8 @@ def search_cuda_docs(*, query: str, k: int = 5, kinds: list[str] | None = None, 
     if not isinstance(k, int) or k < 1 or k > MAX_K:
         raise UserError(f"k must be between 1 and {MAX_K}")
     kinds = _check_kinds(kinds)
+    if progress is not None and _lock.locked():  # e.g. the build serve starts in the background
+        progress.update(0, None, "waiting for the documentation index, which is being built")
     idx, report = _get_index(progress)
     notes: list[str] = []
     if report and (report.get("sources_parsed") or report.get("embedded")):
@@ -140,3 +142,27 @@ def _report(report: dict | None) -> IndexReport:
     if report.get("notes"):
         summary += "\n" + "\n".join(f"note: {n}" for n in report["notes"])
     return IndexReport(**{k: v for k, v in report.items() if k in IndexReport.model_fields}, summary=summary)
+
+
+def warm_index_in_background() -> threading.Thread:
+    """Build or refresh the index in a low-priority background thread (serve calls it at start), so a
+    search that arrives meanwhile waits on the build (answering 'running' after max_wait_s) instead
+    of starting one."""
+
+    def build() -> None:
+        import os
+
+        try:  # Linux: the niceness of this thread and of the threads it starts
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
+        try:
+            _, report = _get_index(Progress())  # its steps go to the log on stderr
+            if report:
+                log.info("documentation index ready: %s chunks in %s s", report.get("chunks"), report.get("seconds"))
+        except Exception:  # a search will report the problem; the server keeps serving
+            log.exception("building the documentation index failed")
+
+    thread = threading.Thread(target=build, name="docs-index-warmup", daemon=True)
+    thread.start()
+    return thread

@@ -1,18 +1,32 @@
 """Reading `reference` and `candidate` arguments: a path to a .py file, or the source text itself.
 
 The rule, the same on every tool: a string containing a newline is source; anything else is a
-path, which must exist, be a readable UTF-8 file inside the allowed roots and not exceed the size
-limit. Errors name the field so the calling model knows which argument to fix.
+path, which must be a readable UTF-8 regular file inside the allowed folders and not exceed the
+size limit. Errors name the field so the calling model knows which argument to fix.
+
+A path is opened once and everything is checked on the opened file (its type, size and real
+path, through the descriptor), so swapping a symlink between a check and the read changes
+nothing. It is opened non-blocking and must be a regular file: a FIFO or a device in an allowed
+folder is refused instead of blocking the reader. A path outside the allowed folders gets the
+same answer whether or not something exists there.
 """
 
 from __future__ import annotations
 
 import ast
+import contextvars
+import os
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from stitch_mcp.config import get_settings
 from stitch_mcp.errors import UserError
+
+# The folders the connected MCP client offered as its roots (set by the server per call; None when
+# the client offers none). A context variable, so concurrent HTTP sessions never see each other's.
+client_roots: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("client_roots", default=None)
 
 
 @dataclass(frozen=True)
@@ -25,36 +39,132 @@ class Program:
         return Path(self.path).stem if self.path else "inline"
 
 
-def load_program(value: str, field: str) -> Program:
+def _too_broad(folder: Path) -> bool:
+    """`/`, a home directory or a folder holding home directories: never a default allowed folder."""
+    home = Path.home().resolve()
+    if folder == Path(folder.anchor) or home.is_relative_to(folder):  # /, /home, the home itself
+        return True
+    return folder.parent == home.parent and folder.parent != Path(folder.anchor)  # another user's home
+
+
+def allowed_roots() -> list[Path]:
+    """The folders a path argument may point into, in order of precedence: the allowed_roots setting,
+    the client's roots, else the server's working directory and data directory. A working directory
+    of `/` or a home directory is never allowed by default (a client started there would expose every
+    file): then no folder is allowed until the setting or the client's roots name one."""
     settings = get_settings()
-    if not isinstance(value, str) or not value.strip():
-        raise UserError(f"{field}: give a path to a .py file or the program's source text")
-    if "\n" in value:
-        size = len(value.encode("utf-8", "surrogatepass"))
-        if size > settings.max_source_bytes:
-            raise UserError(f"{field}: source is {size} bytes, over the limit of {settings.max_source_bytes}")
-        return Program(value)
-    path = Path(value).expanduser()
-    if not path.exists():
-        raise UserError(f"{field}: no such file: {value} (a string without a newline is read as a path)")
-    if path.is_dir():
-        raise UserError(f"{field}: {value} is a directory; give the .py file")
-    resolved = path.resolve()
-    roots = settings.roots()
-    if not any(resolved.is_relative_to(root) for root in roots):
-        allowed = ", ".join(str(r) for r in roots)
-        raise UserError(f"{field}: {value} is outside the allowed roots ({allowed}); "
-                        "set STITCH_ALLOWED_ROOTS to widen them")
-    size = resolved.stat().st_size
-    if size > settings.max_source_bytes:
-        raise UserError(f"{field}: {value} is {size} bytes, over the limit of {settings.max_source_bytes}")
+    if settings.allowed_roots:
+        return [Path(p).expanduser().resolve() for p in settings.allowed_roots.split(os.pathsep) if p]
+    offered = client_roots.get()
+    if offered:
+        return list(offered)
+    cwd = Path.cwd().resolve()
+    return [] if _too_broad(cwd) else [cwd, settings.data_dir.expanduser().resolve()]
+
+
+def _inside(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def _outside_error(field: str, value: str, roots: list[Path]) -> UserError:
+    if not roots:
+        return UserError(
+            f"{field}: no folder is allowed for paths: the server started in {Path.cwd()}, which is too broad "
+            "to expose, and neither STITCH_ALLOWED_ROOTS nor the client's roots name one; pass the program's "
+            "source text instead, start the server in your project folder, or set STITCH_ALLOWED_ROOTS")
+    allowed = ", ".join(str(r) for r in roots)
+    return UserError(f"{field}: {value} is not a file inside the allowed folders ({allowed}); "
+                     "set STITCH_ALLOWED_ROOTS or your client's roots to widen them")
+
+
+def _read_path(value: str, field: str, limit: int) -> Program:
+    roots = allowed_roots()
+    shown = value if len(value) <= 200 else value[:200] + "..."
     try:
-        text = resolved.read_bytes().decode("utf-8")
+        path = Path(os.path.abspath(Path(value).expanduser()))
+        # Where the name leads before opening (symlinked folders followed): outside the roots, the
+        # answer is the same whether or not anything is there.
+        leads_to = path.resolve(strict=False)
+    except (ValueError, RuntimeError, OSError) as exc:  # a NUL byte, ~unknown-user, a symlink loop
+        raise UserError(f"{field}: {shown!r} is not a usable path ({exc}); give a path to a .py file "
+                        "or the program's source text") from None
+    if not _inside(leads_to, roots):
+        raise _outside_error(field, shown, roots)
+    return _open_and_read(path, shown, field, limit, roots)
+
+
+def _open_and_read(path: Path, value: str, field: str, limit: int, roots: list[Path]) -> Program:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise UserError(f"{field}: no such file: {value} (a string without a newline is read as a path)") from None
     except PermissionError:
         raise UserError(f"{field}: {value} is not readable") from None
+    except OSError as exc:
+        raise UserError(f"{field}: cannot open {value}: {exc.strerror}") from None
+    try:
+        return _read_opened(fd, path, value, field, limit, roots)
+    finally:
+        os.close(fd)
+
+
+def _real_path(fd: int, fallback: Path) -> Path:
+    """The opened file's own path (Linux: through /proc/self/fd), not the name it was opened by."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return fallback.resolve()
+
+
+def _read_opened(fd: int, path: Path, value: str, field: str, limit: int, roots: list[Path]) -> Program:
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise UserError(f"{field}: {value} is a directory; give the .py file")
+    real = _real_path(fd, path)
+    if not _inside(real, roots):  # the name changed under us (a swapped symlink): same answer as outside
+        raise _outside_error(field, value, roots)
+    if not stat.S_ISREG(info.st_mode):
+        raise UserError(f"{field}: {value} is not a regular file (a FIFO, socket or device); give a .py file")
+    if info.st_size > limit:
+        raise UserError(f"{field}: {value} is {info.st_size} bytes, over the limit of {limit}")
+    chunks, size = [], 0
+    while size <= limit:
+        try:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+        except OSError as exc:
+            raise UserError(f"{field}: cannot read {value}: {exc.strerror}") from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > limit:  # grew after fstat
+        raise UserError(f"{field}: {value} is over the limit of {limit} bytes")
+    try:
+        text = b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{field}: {value} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return Program(text, str(resolved))
+    return Program(text, str(real))
+
+
+def _check_text(value: str, field: str, limit: int) -> None:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:  # a lone surrogate such as \ud800: not text any file could hold
+        raise UserError(f"{field}: the source holds a character that is not valid Unicode text "
+                        f"({value[exc.start]!r} at character {exc.start}, a lone surrogate); "
+                        "send the program as UTF-8 text") from None
+    if size > limit:
+        raise UserError(f"{field}: source is {size} bytes, over the limit of {limit}")
+
+
+def load_program(value: str, field: str) -> Program:
+    limit = get_settings().max_source_bytes
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{field}: give a path to a .py file or the program's source text")
+    _check_text(value, field, limit)
+    if "\n" in value:
+        return Program(value)
+    return _read_path(value, field, limit)
 
 
 def defined_names(source: str) -> set[str]:
@@ -94,8 +204,10 @@ def resolve_task(reference: str | None, task_id: str | None):
     raise UserError("reference: give `reference` (path or source) or `task_id`")
 
 
-def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None):
-    """The candidate a call is about: stored from `candidate` under `task`, or looked up by id."""
+def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None, parent_id: str | None = None,
+                      session: str | None = None):
+    """The candidate a call is about: stored from `candidate` under `task` (in the session's lineage,
+    after `parent_id` or the session's last candidate), or looked up by id."""
     from stitch_mcp.store import get_workspace
 
     ws = get_workspace()
@@ -103,10 +215,14 @@ def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None
         if task is None:
             raise UserError("reference: a new candidate needs `reference` or `task_id` to be checked against")
         program = load_program(candidate, "candidate")
-        return ws.add_candidate(task.task_id, program.source, path=program.path)
+        return ws.add_candidate(task.task_id, program.source, path=program.path, parent_id=parent_id,
+                                session=session)
     if candidate_id:
-        record = ws.candidate(candidate_id)
+        record = ws.candidate(candidate_id, session)
         if task is not None and record.task_id != task.task_id:
             raise UserError(f"candidate_id: {candidate_id} belongs to task {record.task_id}, not {task.task_id}")
+        if parent_id is not None:  # naming the parent places a known candidate in this session's lineage
+            record = ws.add_candidate(record.task_id, record.source, path=record.path, parent_id=parent_id,
+                                      session=session)
         return record
     raise UserError("candidate: give `candidate` (path or source) or `candidate_id`")

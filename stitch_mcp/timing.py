@@ -1,4 +1,6 @@
-"""The one timing method (runs inside workers), in the spirit of triton.testing.do_bench.
+"""In-process timing of the reference (the torch.compile baseline, in a judge or baseline worker:
+processes that never load candidate code), in the spirit of triton.testing.do_bench. Candidate
+and eager are timed through their rooms instead (stitch_mcp.judge._time_rooms), the same way.
 
 On a GPU: CUDA events around each call on the current stream, the L2 cache flushed (a 256 MB
 write) before every call, a device-wide synchronize after every call (so work on any stream has
@@ -7,10 +9,6 @@ interval (a time far above the events' time means work escaped the timed stream)
 host clock. Warm-up first, then timed calls until the spread is small (IQR/median under
 `rel_spread`), a time budget is spent, or `max_calls` is reached. Returns median, IQR, coefficient
 of variation and min.
-
-The clock and synchronize functions are bound when this module is imported (before any candidate
-is), so a candidate that patches `time.perf_counter` or `torch.cuda.Event.elapsed_time` afterwards
-does not reach them; the integrity checks also verify the identities.
 """
 
 from __future__ import annotations

@@ -285,7 +285,8 @@ def _start() -> _Started:
     # which lives in its own session and would otherwise outlive us.
     life_r, life_w = os.pipe()
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
-    fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token}
+    fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
+              "STITCH_SPARE_ROOMS": _room_parent()}
     proc = subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(w_fd, life_r),
@@ -293,6 +294,16 @@ def _start() -> _Started:
     os.close(w_fd)
     os.close(life_r)
     return _Started(proc, r_fd, life_w, token, fd_env)
+
+
+def _room_parent() -> str:
+    """Where a spare worker starts the candidate rooms it will judge (see _wait_for_order)."""
+    try:
+        from stitch_mcp.config import get_settings
+
+        return str(Path(get_settings().cache_dir).expanduser() / "work")
+    except Exception:
+        return ""
 
 
 _spares: list[_Started] = []
@@ -598,6 +609,20 @@ def _cuda_driver_started() -> bool:
     return lib.cuDeviceGetCount(ctypes.byref(count)) != 3
 
 
+def _prestart_rooms() -> None:
+    """A spare that will most likely judge a run starts its two rooms (candidate, reference) now,
+    so their Python and torch start while it waits; a stage that needs none ends them."""
+    parent = os.environ.get("STITCH_SPARE_ROOMS")
+    if not parent:
+        return
+    try:
+        from stitch_mcp.judge_room import prestart
+
+        prestart(Path(parent), gpu=any(Path("/dev").glob("nvidia[0-9]*")), count=2, subreaper=True)
+    except Exception:  # no spare rooms: the judge starts its own
+        log.exception("starting spare rooms failed")
+
+
 def _wait_for_order() -> Path | None:
     """Import what every stage needs, then wait for the parent's order: the spec's path, the
     working directory and the whole environment. None: the parent went away first."""
@@ -605,9 +630,10 @@ def _wait_for_order() -> Path | None:
         import torch  # noqa: F401
         import torch.utils.cpp_extension  # noqa: F401
 
-        import stitch_mcp.correctness  # noqa: F401  (binds the timing functions, as before any candidate)
+        import stitch_mcp.judge  # noqa: F401
     except Exception:  # the stage reports it again, where it can be classified
         pass
+    _prestart_rooms()
     line = sys.stdin.buffer.readline()
     if not line:
         return None
@@ -672,10 +698,11 @@ def main(argv: list[str]) -> int:
     except Exception:
         # The result did not serialise: report what we can.
         emit("result", data={"error": {"kind": "internal", "message": "result not serialisable"}})
+    if "stitch_mcp.judge_room" in sys.modules:
+        sys.modules["stitch_mcp.judge_room"].drop_spares()
     sys.stdout.flush()
     sys.stderr.flush()
-    # Leave without running the candidate's atexit handlers or waiting on its threads.
-    os._exit(0)
+    os._exit(0)  # no atexit handlers, no waiting on threads
 
 
 def _selftest(spec: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,8 @@ import pytest
 _RUN_DIR = Path(tempfile.mkdtemp(prefix="stitch-tests-"))
 os.environ["STITCH_DATA_DIR"] = str(_RUN_DIR / "data")
 os.environ["STITCH_CACHE_DIR"] = os.environ.get("STITCH_TEST_CACHE") or str(_RUN_DIR / "cache")
+# Servers started by tests skip the background docs-index build (one test builds it on purpose).
+os.environ.setdefault("STITCH_DOCS_INDEX_WARMUP", "0")
 os.environ.setdefault("STITCH_ALLOWED_ROOTS", os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                                                  tempfile.gettempdir()]))
 

@@ -84,18 +84,22 @@ def test_honest_torch_candidate_passes_with_timing():
     assert r.correctness.atol == pytest.approx(1e-4)
     assert r.timing.candidate and r.timing.candidate.median_ms > 0 and r.timing.candidate.calls >= 10
     assert r.timing.eager and r.speedup_vs_eager and r.speedup_vs_eager > 0
-    assert r.timing.method == "host perf_counter"
-    assert {"input_mutation", "unwritten_output", "timed_outputs", "monkey_patching"} <= set(r.integrity.checks_run)
+    assert "checked against the judge's clock" in r.timing.method and "interleaved" in r.timing.method
+    assert {"input_mutation", "unwritten_output", "timed_outputs", "timing_bracket"} <= set(r.integrity.checks_run)
+    assert r.isolation, "the report says how the candidate's room was isolated"
     assert r.route is not None
     stored = get_workspace().latest_report("check", candidate_id=r.candidate_id)
     assert stored and stored["verdict"] == "pass"
 
 
-def test_baselines_are_cached_per_task():
+def test_eager_is_timed_beside_every_candidate():
+    """Eager is timed afresh beside every candidate (interleaved blocks); only torch.compile's
+    baseline is cached per task, so without it nothing comes from the cache."""
     check("ref_scale", "cand_scale_ok", timing=True)
     r = check("ref_scale", "cand_scale_ok", timing=True)
     assert r.verdict == "pass", r.summary
-    assert r.timing.baselines_cached and r.timing.eager is not None
+    assert r.timing.eager is not None and r.timing.eager_block_spread is not None
+    assert not r.timing.baselines_cached
 
 
 def test_unpredictable_seed_in_every_plan():
@@ -123,29 +127,31 @@ def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):
     assert warm.verdict == "pass", warm.summary
     assert warm.build.cached and warm.stage_seconds.get("build") == 0.0
     assert warm.build.extensions and warm.build.extensions[0].cached
-    assert warm_s < 15, f"warm check took {warm_s:.1f} s"
     print(f"\nC++ candidate: cold {cold_s:.1f} s, warm {warm_s:.1f} s")
 
 
-def test_stale_build_lock_does_not_hang(cpp_cold):
-    """A `lock` file left by a crashed build (cpp_extension's FileBaton) must not block the next build."""
-    build_root = get_settings().build_dir
-    shutil.rmtree(build_root / "objects", ignore_errors=True)
-    shutil.rmtree(build_root / "manifests", ignore_errors=True)
-    for d in (build_root / "work").iterdir():
-        (d / "lock").write_text("")
-    configure(build_timeout_s=120)
-    try:
-        r = check("ref_relu", "cand_relu_cpp")
-    finally:
-        configure()
-    assert r.verdict == "pass", r.summary
-    assert not r.build.cached  # rebuilt (ninja found main.o up to date) instead of waiting on the lock
+def test_build_output_is_ours_read_only_and_scoped_to_the_source(cpp_cold):
+    """The room builds in its own folder; the trusted side copies the finished objects into the
+    candidate source's own cache scope, owned by the server's user and read-only."""
+    import stat
+
+    from stitch_mcp.check import candidate_scope
+
+    source = Path(prog("cand_relu_cpp")).read_text()
+    scope = candidate_scope(get_settings().build_dir, source)
+    sos = list((scope / "objects").glob("*/*.so"))
+    assert sos, list(scope.rglob("*"))
+    for so in sos:
+        st = so.stat()
+        assert st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        assert not so.parent.stat().st_mode & stat.S_IWUSR
+    other = candidate_scope(get_settings().build_dir, source + "\n# changed\n")
+    assert other != scope and not other.exists()
 
 
-def test_baselines_measured_in_a_worker_of_their_own_are_used():
+def test_baselines_measured_in_a_worker_of_their_own_are_stored():
     """On a GPU the reference's baselines are timed in a worker of their own while a task's first
-    candidate builds; the run stage then uses them (here the same path on the CPU)."""
+    candidate builds (no candidate process alive); the task's cache keeps them for torch.compile."""
     from stitch_mcp.check import _baselines_during_build, _cached_baselines
     from stitch_mcp.config import get_settings
     from stitch_mcp.jobs import Progress
@@ -156,9 +162,6 @@ def test_baselines_measured_in_a_worker_of_their_own_are_used():
     _baselines_during_build(task.source, task.task_id, False, {}, Progress()).join()
     stored = _cached_baselines(get_workspace(), task.task_id, get_settings().timing_iters)
     assert stored["cpu"]["eager"]["median_ms"] > 0
-    r = check("ref_relu", "cand_relu_torch", timing=True)
-    assert r.verdict == "pass", r.summary
-    assert r.timing.baselines_cached and r.timing.eager.median_ms == stored["cpu"]["eager"]["median_ms"], stored
 
 
 # ------------------------------------------------------------------ build failures
@@ -277,18 +280,39 @@ def test_reinitialised_weights_catch_frozen_weights():
     ("ref_relu", "cand_mutate", "input_mutation"),
     ("ref_scale", "cand_alias", "output_aliases_input"),
     ("ref_relu", "cand_empty", "unwritten_output"),
-    ("ref_relu", "cand_stash", "result_reuse"),
     ("ref_tiny", "cand_zeros", "tolerance_exploit"),
     ("ref_tiny", "cand_zeros", "constant_output"),
     ("ref_relu", "cand_subclass", "tensor_subclass"),
-    ("ref_relu", "cand_patch_timer", "monkey_patching"),
-    ("ref_relu", "cand_thread", "background_threads"),
 ])
 def test_integrity_finding(ref, cand, code):
     r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     assert code in codes(r), (code, r.integrity.findings)
     assert not r.integrity.ok
+
+
+def test_the_candidate_cannot_reach_the_reference_or_the_judge():
+    """A candidate that spies on the reference's module (to return its output) finds nothing there:
+    the reference runs in the judge, another process. Wrong output, a plain fail."""
+    r = check("ref_relu", "cand_stash")
+    assert r.verdict == "fail" and not all(t.ok for t in r.correctness.trials), r.summary
+
+
+def test_patching_its_own_timer_does_not_change_the_time():
+    """time.perf_counter patched to 0 in the candidate's room: the room reports 0 ms, the judge's
+    clock does not agree, and the candidate is timed at the judge's estimate."""
+    r = check("ref_relu", "cand_patch_timer", timing=True)
+    assert r.verdict == "pass", r.summary  # its output is right; only its own clock lies
+    assert r.timing.candidate.median_ms > 0
+    warned = {f.code for f in r.integrity.findings}
+    assert "timing_contradicted" in warned, r.integrity.findings
+
+
+def test_a_thread_in_the_room_changes_nothing():
+    """A background thread lives in the candidate's room, not in the judge: it can neither see
+    nor touch the comparison or the clock, so an otherwise right candidate passes."""
+    r = check("ref_relu", "cand_thread", timing=True)
+    assert r.verdict == "pass", r.summary
 
 
 def test_caching_across_timed_calls_is_caught():

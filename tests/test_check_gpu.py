@@ -42,10 +42,11 @@ def test_honest_cuda_candidate_passes(honest):
     r, cold_s = honest
     assert r.verdict == "pass", r.summary
     assert r.device and r.device != "cpu"
-    assert r.timing.method.startswith("cuda-events")
+    assert r.timing.method.startswith("CUDA events in each program's room")
     assert r.timing.candidate and r.timing.eager and r.speedup_vs_eager
     assert r.timing.floor_ms and 0 < r.timing.floor_fraction <= 1.2
-    assert {"stream_sync", "side_stream_timing", "physical_floor"} <= set(r.integrity.checks_run)
+    assert {"timing_bracket", "physical_floor"} <= set(r.integrity.checks_run)
+    assert r.isolation
     assert r.timing.baselines_cached  # timed by their own worker while the candidate built
     assert r.build.extensions[0].kernel_header == "ATen per-operator"
     print(f"\ncold check {cold_s:.1f} s: {r.stage_seconds}; {r.summary}")
@@ -73,15 +74,16 @@ def test_changed_kernel_reuses_the_binding_object(honest):
 
 def test_private_stream_is_caught(honest):
     r = check("gpu_cand_private_stream", timing=True)
-    assert r.verdict == "fail", r.summary
-    assert codes(r) & {"stream_sync", "side_stream_timing", "below_physical_floor"}, r.integrity.findings
+    found = {f.code for f in r.integrity.findings}
+    # its output copied on the current stream is unfinished (a fail), or its time is the judge's
+    assert r.verdict == "fail" or "timing_contradicted" in found, (r.summary, found)
     print(f"\nprivate stream: {sorted(codes(r))}")
 
 
 def test_unwritten_output_is_caught(honest):
     r = check("gpu_cand_empty")
     assert r.verdict == "fail", r.summary
-    assert codes(r) & {"unwritten_output", "result_reuse"}, r.integrity.findings
+    assert "unwritten_output" in codes(r), r.integrity.findings
 
 
 def test_illegal_memory_access_is_classified(honest):

@@ -7,10 +7,12 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from mcp import Client
@@ -27,9 +29,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def http_server(*args: str):
+def http_server(*args: str, env_extra: dict[str, str] | None = None):
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
     proc = subprocess.Popen([sys.executable, "-m", "stitch_mcp", "serve", "--http", "--port", str(port), *args],
                             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -80,3 +82,29 @@ def test_non_loopback_bind_needs_a_token():
                           "--port", str(_free_port())], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "without an auth token" in out.stderr
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_client_roots_over_http(tmp_path, mode):
+    """The client's roots are asked on the call's own stream (a legacy HTTP client need not open the
+    standalone stream), and they become the allowed folders."""
+    from mcp.types import ListRootsResult, Root
+
+    offered = Path(tempfile.mkdtemp(dir=ROOT / "tests", prefix="http-roots-"))
+    (offered / "prog.py").write_text("import torch\n\nx = 1\n")
+
+    async def list_roots(context):
+        return ListRootsResult(roots=[Root(uri=offered.as_uri())])
+
+    try:
+        with http_server(env_extra={"STITCH_ALLOWED_ROOTS": ""}) as url:
+            async with Client(url, list_roots_callback=list_roots, mode=mode) as client:
+                with anyio.fail_after(60):
+                    inside = await client.call_tool("profile_reference", {"reference": str(offered / "prog.py")})
+                    outside = await client.call_tool("profile_reference",
+                                                     {"reference": str(ROOT / "tests" / "programs" / "ref_relu.py")})
+        assert "does not define" in inside.content[0].text
+        assert "not a file inside the allowed folders" in outside.content[0].text
+    finally:
+        (offered / "prog.py").unlink()
+        offered.rmdir()

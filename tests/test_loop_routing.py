@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from stitch_mcp.config import configure
 from stitch_mcp.errors import NotFound
-from stitch_mcp.loop import route_after, save_plan
+from stitch_mcp.loop import route_after, save_feedback, save_plan
 from stitch_mcp.models import (
     BuildReport,
     CheckReport,
@@ -89,7 +90,8 @@ def test_fail_then_fail_replans_then_counting_restarts(ws):
     c2 = submit(ws, task, variant(NAIVE, 2), check("fail", None, None, ok_trials=2, bad_trials=3,
                                                    reasons=["trial 2 mismatched"]))
     r2 = route_after(task.task_id, c2.candidate_id)
-    assert r2.decision == "replan" and r2.reasons[0] == "two failed attempts in a row"
+    assert r2.decision == "replan"
+    assert r2.reasons[0] == f"two failed attempts in a row (this one and its parent {c1.candidate_id})"
     assert r2.feedback[0].startswith("[correctness]")
     c3 = submit(ws, task, variant(NAIVE, 3), check("fail", None, None, ok_trials=0, bad_trials=1))
     assert route_after(task.task_id, c3.candidate_id).decision == "fix"  # after a replan, count again
@@ -260,6 +262,8 @@ def test_three_candidate_loop_hack_refine_accept(ws):
                          suggestions=[Suggestion(rank=1, text=suggestion)] if suggestion else [])
             for n, t in kernels]), task_id=task.task_id, candidate_id=c.candidate_id)
         seen.append(rubric_score(candidate_id=c.candidate_id))
+        if seen[-1].route.feedback:  # what the Verifier stores
+            save_feedback(c.candidate_id, seen[-1].route.feedback)
     hack, naive, improved = seen
     assert (hack.verdict, hack.route.decision) == ("hack", "fix")
     assert {f.code for f in hack.dimensions.anti_hacking.findings} >= {"aten_fallback", "decoy_kernel"}
@@ -271,6 +275,8 @@ def test_three_candidate_loop_hack_refine_accept(ws):
     done = [f for f in skill.findings if f.code == "feedback_done"]
     assert len(done) >= 3 and not [f for f in skill.findings if f.code in ("feedback_not_done",
                                                                             "feedback_contradicted")]
+    # each reason names its evidence: a line of the candidate (or the parent's line that went away)
+    assert all(re.search(r"line \d+: `[^`]+`", f.message) for f in done), [f.message for f in done]
     assert improved.overall > naive.overall > hack.overall == 0.0
     assert json.loads(best_json(task.task_id))["candidate_id"] == improved.candidate_id
 

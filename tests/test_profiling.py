@@ -15,7 +15,7 @@ import pytest
 from stitch_mcp.errors import UserError
 from stitch_mcp.profiling import ncu as N
 from stitch_mcp.profiling.names import op_key, short_kernel_name
-from stitch_mcp.profiling.specs import ceilings_for
+from stitch_mcp.ceilings import ceilings_for
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 NCU_FIX = FIX / "ncu"
@@ -75,7 +75,7 @@ def test_ceilings_use_measured_numbers():
     assert ceilings_for("NVIDIA H100 80GB HBM3").dram_gbps == 3000
     assert ceilings_for("NVIDIA H200").dram_gbps == 4300
     unknown = ceilings_for("Some Future GPU", sm_count=100, clock_khz=2_000_000, cc_major=10)
-    assert unknown.source == "estimate" and unknown.notes and unknown.fp32_tflops == pytest.approx(51.2)
+    assert unknown.bandwidth.source == "estimate" and unknown.notes and unknown.fp32_tflops == pytest.approx(51.2)
     assert ceilings_for("NVIDIA H100 80GB HBM3").floor_ms(None, 3e9) == pytest.approx(1.0)
 
 
@@ -175,6 +175,37 @@ def test_custom_kernel_names_from_candidate_source():
         """
     ''')
     assert custom_kernel_names(src) == ["add_kernel", "tiled_mm", "relu_k"]
+
+
+@pytest.mark.parametrize("decl, name", [
+    ("__global__ void __cluster_dims__(8,1,1) softmax_cluster_kernel(const float* x, float* y, int n) {}",
+     "softmax_cluster_kernel"),
+    ("__global__ void __launch_bounds__(256, 2) relu_vec4(const float4* __restrict__ x) {}", "relu_vec4"),
+    ('extern "C" __global__ void __launch_bounds__(128) ext_c_kernel(float* p) {}', "ext_c_kernel"),
+    ("template <typename T, int N>\n__global__ void\n__launch_bounds__(N) gemm_tile(const T* a) {}", "gemm_tile"),
+    ("__global__ __launch_bounds__(512) void attr_first(float* x) {}", "attr_first"),
+    ("__global__ void __attribute__((noinline)) attr_gnu(float* x) {}", "attr_gnu"),
+    ("__global__ void __maxnreg__(64) capped(float* x) {}", "capped"),
+    ("static __global__ __forceinline__ void forced(int n);", "forced"),
+    ("__global__ typename Traits<float, 4>::type templated_ret(float* x) {}", "templated_ret"),
+    ("__global__ void specialised<float>(float* x) {}", "specialised"),
+    ("__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256) both(const __grid_constant__ Params p) {}",
+     "both"),
+])
+def test_kernel_names_past_attributes(decl, name):
+    """`__cluster_dims__(8,1,1)` was read as the kernel's name (issue 16): the candidate's own kernel
+    was then 'never run'."""
+    from stitch_mcp.profiling.kernel import custom_kernel_names
+
+    src = f'cuda_src = r"""\n{decl}\n"""\n'
+    assert custom_kernel_names(src) == [name]
+
+
+def test_kernel_names_ignore_non_kernels():
+    from stitch_mcp.profiling.kernel import custom_kernel_names
+
+    src = 'x = "__global__"; y = 1\n__device__ float helper(float v) { return v; }\n'
+    assert custom_kernel_names(src) == []
 
 
 def test_kernel_summary_and_roofline_image(quick, h100, tmp_path):
@@ -360,3 +391,169 @@ def test_nsys_status_without_nsys():
 
     ok, detail = nsys_status()
     assert not ok and "nsys" in detail
+
+
+# ------------------------------------------------------------------ issue 16: readability and overlap
+
+
+def test_profiles_take_the_device_in_turn(tmp_path, monkeypatch):
+    """Two profile_reference calls ran on one GPU at once (timings 1.4-1.8x): a profile now waits for
+    the device lease that compile_and_check's run stage holds, and says it waited."""
+    import contextlib
+    import threading
+    import time
+
+    from stitch_mcp import devices
+    from stitch_mcp.devices import CPU, acquire_device, discover
+
+    monkeypatch.setattr(devices, "lock_dir", lambda: tmp_path)  # this host's other runs keep their locks
+    from stitch_mcp.jobs import Progress
+    from stitch_mcp.profiling.reference import device_lease
+
+    release = threading.Event()
+    holding = threading.Event()
+
+    def hold_every_device():
+        with contextlib.ExitStack() as stack:
+            for g in discover() or [CPU]:
+                stack.enter_context(acquire_device(gpus=[g]))
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_every_device)
+    holder.start()
+    assert holding.wait(10)
+    threading.Timer(1.2, release.set).start()
+    notes: list[str] = []
+    progress = Progress()
+    started = time.monotonic()
+    with device_lease(progress, notes, 1, 4) as env:
+        waited = time.monotonic() - started
+        assert progress.message == "waiting for a free device"
+    holder.join()
+    assert waited >= 1.0 and isinstance(env, dict)
+    assert any(n.startswith("waited 1 s for") and "in turn" in n for n in notes), notes
+
+
+def test_timeline_legend_follows_the_bars():
+    from stitch_mcp.profiling.plots import legend_order
+    from stitch_mcp.profiling.trace import Kernel, Op
+
+    ops = [Op("aten::linear", 0, 10, 0), Op("aten::relu", 10, 12, 0), Op("aten::sum", 12, 13, 0)]
+    kernels = [Kernel("gemm", 100, 400, op="aten::linear", iteration=0),
+               Kernel("relu_k", 400, 450, op="aten::relu", iteration=0),
+               Kernel("reduce", 450, 460, op="aten::sum", iteration=0)]
+    order = legend_order(["aten::linear", "aten::relu", "aten::sum"], ops, kernels, 0, 100, limit=2)
+    assert [n for n, _ in order] == ["aten::linear", "aten::relu"]  # the longest two, left to right
+    assert order[0][1] == pytest.approx(300 / 1e6)  # GPU time on a GPU run
+    cpu_only = legend_order(["aten::sum", "aten::linear"], [ops[2], ops[0]], [], 0, 0)
+    assert [n for n, _ in cpu_only] == ["aten::linear", "aten::sum"]
+
+
+def test_timeline_says_host_time_on_a_cpu_run(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from stitch_mcp.profiling import plots
+    from stitch_mcp.profiling.trace import Op, Trace
+
+    t = Trace(backend="torch", device="cpu", on_gpu=False, iterations=[(0, 2e6)],
+              ops=[Op("aten::linear", 0, 1e6, 0), Op("aten::relu", 1e6, 2e6, 0)])
+    saved = []
+    real_save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, *a, **kw: (saved.append(fig), real_save(fig, *a, **kw))[1])
+    assert plots.timeline_png(t, tmp_path / "t.png") is not None
+    ax = saved[0].axes[0]
+    assert "GPU lanes" not in ax.get_xlabel() and "host time" in ax.get_xlabel()
+    assert [x.get_text() for x in ax.get_legend().get_texts()] == ["linear 1.00 ms", "relu 1.00 ms"]
+
+
+def test_op_times_above_the_wall_are_explained(h100):
+    from stitch_mcp.profiling.trace import Kernel, Op, Trace, digest
+
+    # two ops whose kernels run at once on two streams: 2 x 8 ms of kernels in a 9 ms iteration
+    t = Trace(backend="torch", device="NVIDIA H100 80GB HBM3", iterations=[(0, 9e6)],
+              ops=[Op("aten::mm", 0, 1e5, 0), Op("aten::add", 1e5, 2e5, 0)],
+              kernels=[Kernel("gemm", 5e5, 8.5e6, op="aten::mm", iteration=0, stream=7),
+                       Kernel("add_k", 5e5, 8.5e6, op="aten::add", iteration=0, stream=8)])
+    p = digest(t, h100, {}, wall_ms=[9.0])
+    note = next(n for n in p.notes if n.startswith("the ops' times add to"))
+    assert "16.00 ms/iter" in note and "several streams" in note and "busy 8.00 ms" in note
+    # under the profiler on a CPU: overhead, said so
+    cpu = Trace(backend="torch", device="cpu", on_gpu=False, iterations=[(0, 20e6)],
+                ops=[Op("aten::mm", 0, 12e6, 0), Op("aten::add", 12e6, 20e6, 0)])
+    p = digest(cpu, h100, {}, wall_ms=[10.0])
+    note = next(n for n in p.notes if n.startswith("the ops' times add to"))
+    assert "under the profiler" in note and "20.00 ms" in note
+    assert not any(n.startswith("the ops' times") for n in digest(cpu, h100, {}, wall_ms=[20.0]).notes)
+
+
+def test_fp32_compute_bound_advice_keeps_fp32_accuracy():
+    """An fp32 task's rules call TF32 a precision downgrade: the advice is 3xTF32, not 'TF32 where
+    the tolerance allows'."""
+    from stitch_mcp.models import KernelDigest
+
+    d = KernelDigest(name="sgemm", duration_us=2700.0, compute_pct=85.0, memory_pct=20.0, bound="compute-bound",
+                     tensor_pipe_pct=0.0)
+    launch = N.Launch(id=0, name="sgemm", metrics={"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active":
+                                                   (88.0, "%")})
+    texts = [s.text for s in N.suggestions(d, launch, 15.0, ceilings_for("NVIDIA H100 80GB HBM3"))]
+    tc = next(t for t in texts if "tensor cores" in t)
+    assert "3xTF32" in tc and "precision downgrade" in tc and "where the tolerance allows" not in tc
+
+
+CPP_CANDIDATE = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    from torch.utils.cpp_extension import load_inline
+
+    src = """
+    #include <torch/extension.h>
+    torch::Tensor twice(torch::Tensor x) { return x.mul(2.0).add(1.0); }
+    """
+    ext = load_inline(name="profile_cache_probe", cpp_sources=src, functions=["twice"], verbose=False)
+
+    class ModelNew(nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+
+        def forward(self, x):
+            return ext.twice(x)
+''')
+
+
+@pytest.mark.slow  # one C++ extension build (~30-60 s on 2 cores)
+def test_profile_driver_imports_the_checks_build(tmp_path):
+    """profile_kernel's driver used a plain load_inline: a cold build of every candidate under ncu
+    (23 s+ on an H100). With --build-root it goes through compile_and_check's build cache: built
+    once, imported from the cache on every later run."""
+    import json
+    import subprocess
+    import sys
+
+    from stitch_mcp.profiling.runner import python_env
+
+    ref, cand, build = tmp_path / "reference.py", tmp_path / "candidate.py", tmp_path / "builds"
+    ref.write_text(SMALL_REF)
+    cand.write_text(CPP_CANDIDATE)
+    env = {**python_env(), "TORCH_EXTENSIONS_DIR": str(tmp_path / "plain")}
+    metas = []
+    for n in range(2):
+        out = tmp_path / f"out{n}"
+        run = subprocess.run([sys.executable, "-m", "stitch_mcp.profiling.driver", "ncu", "--ref", str(ref),
+                              "--cand", str(cand), "--out", str(out), "--iters", "1", "--warmup", "1",
+                              "--build-root", str(build)], env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        metas.append(json.loads((out / "meta.json").read_text()))
+    assert metas[0]["extensions_cached"] == [False] and metas[1]["extensions_cached"] == [True]
+    assert metas[1]["import_s"] < 5 and list(build.glob("objects/*/done"))
+    assert not (tmp_path / "plain").exists()  # nothing built the plain way
+
+
+def test_profile_kernel_quotes_the_checks_floor():
+    from stitch_mcp.profiling.kernel import check_floor_note
+
+    note = check_floor_note({"timing": {"floor_ms": 2.05, "floor_fraction": 0.76, "floor_note":
+                                        "compute-bound: 137 GFLOP at 67 TFLOP/s FP32 (CUDA cores) (datasheet)"}})
+    assert note.startswith("compile_and_check: the whole forward runs at 76% of its floor (2.05 ms; compute-bound")
+    assert check_floor_note({"timing": {}}) is None and check_floor_note(None) is None

@@ -178,11 +178,16 @@ def test_coverage_static_estimate_without_profile(ws):
     assert any("static estimate" in f.message for f in r.dimensions.operator_coverage.findings)
 
 
-def test_skill_compliance_done_from_parent_route_feedback(ws):
+def test_skill_compliance_done_from_parent_saved_feedback(ws):
+    """Graded against what save_feedback stored on the parent; its routing text is not feedback (issue 16:
+    the same candidate scored 0.99, then 0.92 after its parent was routed again)."""
+    from stitch_mcp.loop import save_feedback
+
     task, naive = add(ws, "relu_naive.py")
-    ws.add_route(task.task_id, naive.candidate_id, Route(decision="refine", feedback=[
+    save_feedback(naive.candidate_id, [
         "[vectorized_access] Load and store with float4.", "[grid_stride_loop] Use a grid-stride loop.",
-        "[current_stream] Keep launching on the current stream."]))
+        "[current_stream] Keep launching on the current stream."])
+    ws.add_route(task.task_id, naive.candidate_id, Route(decision="refine", feedback=["[tensor_cores] use WMMA"]))
     improved = ws.add_candidate(task.task_id, (CASES / "relu_improved.py").read_text())
     assert improved.parent_id == naive.candidate_id
     r = rubric_score(candidate_id=improved.candidate_id)

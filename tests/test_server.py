@@ -140,7 +140,7 @@ async def test_stdio_server_lists_and_calls():
         assert TOOLS <= {t.name for t in (await client.list_tools()).tools}
         assert {"planner", "verifier"} <= {p.name for p in (await client.list_prompts()).prompts}
         result = await client.call_tool("profile_reference", {"reference": "/nonexistent/ref.py"})
-        assert "no such file" in _error_text(result)
+        assert "not a file inside the allowed folders" in _error_text(result)
 
 
 def test_python_server_py_and_module_entry_points():

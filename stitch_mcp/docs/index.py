@@ -195,71 +195,10 @@ class DocIndex:
     def _open(self, progress, force: bool) -> dict:
         t0 = time.perf_counter()
         self.dir.mkdir(parents=True, exist_ok=True)
-        manifest: dict = {}
-        if self.manifest_path.exists():
-            manifest = _read_json(self.manifest_path)
-            if not isinstance(manifest, dict) or not isinstance(manifest.get("sources"), dict):
-                raise ValueError("manifest.json has no sources")
-        if manifest.get("format") != FORMAT or manifest.get("parser") != corpus.PARSER_VERSION:
-            force = True
-        user_paths = list(manifest.get("user_paths", []))
+        force, user_paths, old_sources, old_chunks = self._previous_build(force)
         sources, notes = default_sources(user_paths)
-        old_sources: dict = {} if force else manifest.get("sources", {})
-        old_chunks: dict[str, list[dict]] = defaultdict(list)
-        if not force and self.chunks_path.exists():
-            for c in _read_json(self.chunks_path)["chunks"]:
-                old_chunks[c["src"]].append(c)
-        elif not force and old_sources:
-            force, old_sources = True, {}
-
-        progress.update(0, len(sources), "checking documentation sources")
-        new_sources: dict[str, dict] = {}
-        chunks: list[dict] = []
-        changed = reused = 0
-        for i, src in enumerate(sources):
-            if i % 25 == 0:
-                progress.check() if hasattr(progress, "check") else None
-                progress.update(i, len(sources), f"indexing {src.key.split(':', 1)[0]} sources")
-            old = old_sources.get(src.key)
-            try:
-                stamp = src.stamp()
-            except OSError:
-                continue
-            if old and old.get("stamp") == stamp and old.get("n", -1) == len(old_chunks.get(src.key, ())):
-                new_sources[src.key] = old
-                chunks += old_chunks[src.key]
-                reused += 1
-                continue
-            try:
-                text = src.read()
-            except OSError as exc:
-                notes.append(f"could not read {src.key}: {exc}")
-                continue
-            digest = corpus.short_hash(text, 16)
-            if old and old.get("hash") == digest and old.get("n", -1) == len(old_chunks.get(src.key, ())):
-                new_sources[src.key] = {"stamp": stamp, "hash": digest, "n": old["n"]}
-                chunks += old_chunks[src.key]
-                reused += 1
-                continue
-            try:
-                parsed = src.parse(text)
-            except Exception as exc:  # a header we cannot parse should not stop the rest
-                log.warning("could not parse %s: %s", src.key, exc)
-                notes.append(f"could not parse {src.key}: {exc}")
-                parsed = []
-            chunks += [c.to_dict() for c in parsed]
-            new_sources[src.key] = {"stamp": stamp, "hash": digest, "n": len(parsed)}
-            changed += 1
+        new_sources, chunks, changed, reused = self._gather_chunks(sources, old_sources, old_chunks, progress, notes)
         removed = len(set(old_sources) - set(new_sources))
-        # unique ids (a user file and a card could collide in theory)
-        seen: set[str] = set()
-        unique = []
-        for c in chunks:
-            if c["id"] in seen:
-                continue
-            seen.add(c["id"])
-            unique.append(c)
-        chunks = unique
         content_changed = force or changed or removed or not self.chunks_path.exists() \
             or not (self.dir / "bm25" / "params.index.json").exists()
         if content_changed:
@@ -294,6 +233,78 @@ class DocIndex:
                 "mode": "hybrid" if self.collection is not None else "lexical",
                 "seconds": round(time.perf_counter() - t0, 2), "notes": notes,
                 "timings": {"sources_s": round(t_parse, 2), "lexical_s": round(t_lex, 2), "dense_s": round(t_dense, 2)}}
+
+    def _previous_build(self, force: bool) -> tuple[bool, list, dict, dict[str, list[dict]]]:
+        """(force, user paths, the manifest's sources, the stored chunks by source) of the last build;
+        a build of another format or parser version forces a whole rebuild."""
+        manifest: dict = {}
+        if self.manifest_path.exists():
+            manifest = _read_json(self.manifest_path)
+            if not isinstance(manifest, dict) or not isinstance(manifest.get("sources"), dict):
+                raise ValueError("manifest.json has no sources")
+        if manifest.get("format") != FORMAT or manifest.get("parser") != corpus.PARSER_VERSION:
+            force = True
+        user_paths = list(manifest.get("user_paths", []))
+        old_sources: dict = {} if force else manifest.get("sources", {})
+        old_chunks: dict[str, list[dict]] = defaultdict(list)
+        if not force and self.chunks_path.exists():
+            for c in _read_json(self.chunks_path)["chunks"]:
+                old_chunks[c["src"]].append(c)
+        elif not force and old_sources:
+            force, old_sources = True, {}
+        return force, user_paths, old_sources, old_chunks
+
+    @staticmethod
+    def _gather_chunks(sources, old_sources: dict, old_chunks: dict[str, list[dict]], progress,
+                       notes: list[str]) -> tuple[dict[str, dict], list[dict], int, int]:
+        """(manifest entries, chunks with unique ids, sources parsed, sources reused): a source whose
+        stamp or content hash is unchanged keeps its stored chunks; the others are parsed again."""
+        progress.update(0, len(sources), "checking documentation sources")
+        new_sources: dict[str, dict] = {}
+        chunks: list[dict] = []
+        changed = reused = 0
+        for i, src in enumerate(sources):
+            if i % 25 == 0:
+                progress.check() if hasattr(progress, "check") else None
+                progress.update(i, len(sources), f"indexing {src.key.split(':', 1)[0]} sources")
+            old = old_sources.get(src.key)
+            try:
+                stamp = src.stamp()
+            except OSError:
+                continue
+            kept = old and old.get("n", -1) == len(old_chunks.get(src.key, ()))
+            if kept and old.get("stamp") == stamp:
+                new_sources[src.key] = old
+                chunks += old_chunks[src.key]
+                reused += 1
+                continue
+            try:
+                text = src.read()
+            except OSError as exc:
+                notes.append(f"could not read {src.key}: {exc}")
+                continue
+            digest = corpus.short_hash(text, 16)
+            if kept and old.get("hash") == digest:
+                new_sources[src.key] = {"stamp": stamp, "hash": digest, "n": old["n"]}
+                chunks += old_chunks[src.key]
+                reused += 1
+                continue
+            try:
+                parsed = src.parse(text)
+            except Exception as exc:  # a header we cannot parse should not stop the rest
+                log.warning("could not parse %s: %s", src.key, exc)
+                notes.append(f"could not parse {src.key}: {exc}")
+                parsed = []
+            chunks += [c.to_dict() for c in parsed]
+            new_sources[src.key] = {"stamp": stamp, "hash": digest, "n": len(parsed)}
+            changed += 1
+        seen: set[str] = set()
+        unique = []  # the first chunk of each id, in order (a user file and a card could collide)
+        for c in chunks:
+            if c["id"] not in seen:
+                seen.add(c["id"])
+                unique.append(c)
+        return new_sources, unique, changed, reused
 
     def _load_chunks(self, chunks: list[dict]) -> None:
         import numpy as np  # noqa: PLC0415

@@ -20,25 +20,19 @@ from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Progress
 from stitch_mcp.models import KernelDigest, KernelProfile
 from stitch_mcp.profiling import ncu as N
-from stitch_mcp.profiling.reference import driver_error, run_driver
+from stitch_mcp.profiling.reference import device_lease, driver_error, run_driver
 from stitch_mcp.profiling.runner import keep_work_dir, python_env, python_exe, run_group, tail
 
 log = logging.getLogger(__name__)
 
-_GLOBAL = re.compile(r"__global__\s+(?:[\w:<>,\s*&]+?\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
-
-
 def custom_kernel_names(source: str) -> list[str]:
     """Names of the __global__ functions a candidate defines (in its CUDA source strings)."""
-    names = []
-    for m in _GLOBAL.finditer(source):
-        name = m.group(1)
-        if name not in names and name not in ("void", "__launch_bounds__"):
-            names.append(name)
-    return names
+    from stitch_mcp.profiling.names import global_kernel_names
+
+    return global_kernel_names(source)
 
 
-def _resolve(candidate, candidate_id, reference, task_id):
+def _resolve(candidate, candidate_id, reference, task_id, session=None):
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
 
@@ -51,12 +45,12 @@ def _resolve(candidate, candidate_id, reference, task_id):
         raise UserError("candidate: give `candidate` (path or source) or `candidate_id`")
     if task is None:
         raise UserError("reference: a new candidate needs `reference` or `task_id` (its inputs come from the task)")
-    return task, resolve_candidate(candidate, candidate_id, task)
+    return task, resolve_candidate(candidate, candidate_id, task, session=session)
 
 
 def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = None, reference: str | None = None,
                    task_id: str | None = None, kernel_filter: str | None = None, launch_skip: int = 0,
-                   launch_count: int = 5, sections: str = "quick",
+                   launch_count: int = 5, sections: str = "quick", session: str | None = None,
                    progress: Progress | None = None) -> KernelProfile:
     from stitch_mcp.store import get_workspace
 
@@ -65,7 +59,7 @@ def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = N
     if launch_skip < 0 or not 1 <= launch_count <= 50:
         raise UserError("launch_skip must be >= 0 and launch_count 1..50")
     filt = N.kernel_filter_arg(kernel_filter)
-    task, cand = _resolve(candidate, candidate_id, reference, task_id)
+    task, cand = _resolve(candidate, candidate_id, reference, task_id, session)
     ncu = N.find_ncu()
     if ncu is None:
         raise UserError(N.which_ncu_missing_message())
@@ -85,6 +79,9 @@ def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = N
         keep_work_dir(work)
         shutil.rmtree(work, ignore_errors=True)
     prof.task_id, prof.candidate_id = task.task_id, cand.candidate_id
+    floor = check_floor_note(get_workspace().latest_report("check", candidate_id=cand.candidate_id))
+    if floor:
+        prof.notes.append(floor)
     prof.notes.append(f"profiled in {time.monotonic() - started:.1f} s")
     prof.summary = summary_text(prof)
     get_workspace().add_report("profile_kernel", prof, task_id=task.task_id, candidate_id=cand.candidate_id)
@@ -92,16 +89,80 @@ def profile_kernel(*, candidate: str | None = None, candidate_id: str | None = N
     return prof
 
 
+def check_floor_note(check: dict | None) -> str | None:
+    """compile_and_check's own "% of the floor" for the whole forward, quoted rather than recomputed,
+    so the two answers give one number (the kernels' roofline % above use the same ceilings table)."""
+    t = (check or {}).get("timing") or {}
+    if not t.get("floor_fraction") or not t.get("floor_ms"):
+        return None
+    how = t.get("floor_note") or "bytes at the copy bandwidth"
+    return (f"compile_and_check: the whole forward runs at {t['floor_fraction']:.0%} of its floor "
+            f"({t['floor_ms']:.4g} ms; {how})")
+
+
 def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: str | None, launch_skip: int,
              launch_count: int, sections: str, settings, progress: Progress, image_name: str) -> KernelProfile:
-    from stitch_mcp.profiling.specs import ceilings_for
+    from stitch_mcp.ceilings import ceilings_for
 
     notes: list[str] = []
     custom = custom_kernel_names(source)
     default_filter = None
     if not filt and custom:
-        default_filter = "regex:^(" + "|".join(re.escape(n) for n in custom) + ")$"
-    report = work / "profile"
+        default_filter = "regex:^(" + "|".join(re.escape(n) for n in custom) + ")(<.*)?$"
+    timings: list[str] = []
+    with device_lease(progress, notes, 1, 4) as pinned:
+        res = _run_ncu(ncu, work, custom, filt, default_filter, user_filter, launch_skip, launch_count, sections,
+                       settings, progress, notes, pinned, timings)
+    rep = next(iter(work.glob("profile*.ncu-rep")), None)
+    if rep is None:
+        raise UserError(f"ncu wrote no report (exit {res.returncode if res else '?'}). Output tail:\n"
+                        f"{tail(res.output if res else '', 2000)}")
+    progress.update(2, 4, "reading the report")
+    t_read = time.monotonic()
+    launches, reader = read_report(ncu, rep, work, settings.profile_timeout_s, progress)
+    timings.append(f"report read {time.monotonic() - t_read:.1f} s ({reader})")
+    if not launches:
+        raise UserError(f"the ncu report holds no kernel results. ncu output tail:\n{tail(res.output, 1500)}")
+    first = launches[0]
+    device = str(first.raw("device__attribute_display_name") or "")
+    ceil = ceilings_for(device, int(first.num("device__attribute_multiprocessor_count") or 0) or None,
+                        first.num("device__attribute_clock_rate"),
+                        int(first.num("device__attribute_compute_capability_major") or 0) or None)
+    progress.update(3, 4, "digesting")
+    digests, others = N.digest_launches(launches, ceil, custom=set(custom) if custom else None)
+    if sections == "source":
+        for d in digests:
+            if not d.hot_lines:
+                notes.append(f"{d.name}: no per-line data"
+                             + (" (read through CSV; ncu_report is needed for source lines)"
+                                if reader != "ncu_report" else ""))
+            for h in d.hot_lines:
+                h.line = _candidate_line(source, h.source) or h.line
+    prof = KernelProfile(device=device, sections=sections, kernels=digests, other_kernels=others[:15],
+                         notes=notes + ceil.notes)
+    prof.notes.append(f"{len(launches)} launch(es) profiled with --clock-control {settings.ncu_clock_control}; "
+                      f"report read with {reader}")
+    prof.notes.append("time: " + "; ".join(timings))
+    if custom and not any(N._base_function(l.name) in custom for l in launches):
+        prof.notes.append("none of the profiled kernels is one of the candidate's own __global__ kernels")
+    try:
+        from stitch_mcp.profiling import plots
+
+        out = plots.roofline_png(digests, ceil, settings.artifacts_dir / image_name,
+                                 title=f"candidate kernels on {device}")
+        if out is not None:
+            prof.image_uri = f"stitch://artifacts/{image_name}"
+    except Exception as exc:
+        log.warning("roofline image failed: %s", exc)
+        prof.notes.append(f"roofline image failed: {type(exc).__name__}")
+    return prof
+
+
+def _run_ncu(ncu: str, work: Path, custom: list[str], filt: str | None, default_filter: str | None,
+             user_filter: str | None, launch_skip: int, launch_count: int, sections: str, settings,
+             progress: Progress, notes: list[str], pinned: dict[str, str], timings: list[str]):
+    """Run the driver under ncu; retried without the FLOP counters, or without the default filter.
+    Each run's seconds (and the candidate's import, i.e. build, inside it) go to `timings`."""
     extras = True
     attempt_filter = filt or default_filter
     res = None
@@ -109,13 +170,16 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
         for f in work.glob("profile*.ncu-rep"):
             f.unlink()
         (work / "error.json").unlink(missing_ok=True)
+        (work / "meta.json").unlink(missing_ok=True)
         progress.update(1, 4, f"ncu ({sections}) on the candidate's forward")
-        cmd_prefix = N.ncu_command(ncu, sections, report, [], kernel_filter=attempt_filter, launch_skip=launch_skip,
-                                   launch_count=launch_count, clock_control=settings.ncu_clock_control,
-                                   extra_metrics=extras)
+        cmd_prefix = N.ncu_command(ncu, sections, work / "profile", [], kernel_filter=attempt_filter,
+                                   launch_skip=launch_skip, launch_count=launch_count,
+                                   clock_control=settings.ncu_clock_control, extra_metrics=extras)
         res = run_driver("ncu", work, work / "reference.py", iterations=1, warmup=1,
                          timeout_s=settings.profile_timeout_s, progress=progress, prefix=cmd_prefix,
-                         cand_path=work / "candidate.py", lineinfo=(sections == "source"), what="the candidate")
+                         cand_path=work / "candidate.py", lineinfo=(sections == "source"), what="the candidate",
+                         env=pinned)
+        timings.append(_run_timing(work, res.seconds, len(timings) + 1))
         why = N.classify_failure(res.output)
         if why == N.PERM_HELP:
             raise UserError(N.PERM_HELP)
@@ -140,46 +204,25 @@ def _profile(ncu: str, work: Path, source: str, filt: str | None, user_filter: s
             raise UserError("the candidate's forward launched no CUDA kernel that ncu could profile"
                             + (f" after skipping {launch_skip} launches" if launch_skip else ""))
         break
-    rep = next(iter(work.glob("profile*.ncu-rep")), None)
-    if rep is None:
-        raise UserError(f"ncu wrote no report (exit {res.returncode if res else '?'}). Output tail:\n"
-                        f"{tail(res.output if res else '', 2000)}")
-    progress.update(2, 4, "reading the report")
-    launches, reader = read_report(ncu, rep, work, settings.profile_timeout_s, progress)
-    if not launches:
-        raise UserError(f"the ncu report holds no kernel results. ncu output tail:\n{tail(res.output, 1500)}")
-    first = launches[0]
-    device = str(first.raw("device__attribute_display_name") or "")
-    ceil = ceilings_for(device, int(first.num("device__attribute_multiprocessor_count") or 0) or None,
-                        first.num("device__attribute_clock_rate"),
-                        int(first.num("device__attribute_compute_capability_major") or 0) or None)
-    progress.update(3, 4, "digesting")
-    digests, others = N.digest_launches(launches, ceil, custom=set(custom) if custom else None)
-    if sections == "source":
-        for d in digests:
-            if not d.hot_lines:
-                notes.append(f"{d.name}: no per-line data"
-                             + (" (read through CSV; ncu_report is needed for source lines)"
-                                if reader != "ncu_report" else ""))
-            for h in d.hot_lines:
-                h.line = _candidate_line(source, h.source) or h.line
-    prof = KernelProfile(device=device, sections=sections, kernels=digests, other_kernels=others[:15],
-                         notes=notes + ceil.notes)
-    prof.notes.append(f"{len(launches)} launch(es) profiled with --clock-control {settings.ncu_clock_control}; "
-                      f"report read with {reader}")
-    if custom and not any(N._base_function(l.name) in custom for l in launches):
-        prof.notes.append("none of the profiled kernels is one of the candidate's own __global__ kernels")
-    try:
-        from stitch_mcp.profiling import plots
+    return res
 
-        out = plots.roofline_png(digests, ceil, settings.artifacts_dir / image_name,
-                                 title=f"candidate kernels on {device}")
-        if out is not None:
-            prof.image_uri = f"stitch://artifacts/{image_name}"
-    except Exception as exc:
-        log.warning("roofline image failed: %s", exc)
-        prof.notes.append(f"roofline image failed: {type(exc).__name__}")
-    return prof
+
+def _run_timing(work: Path, seconds: float, n: int) -> str:
+    """'ncu run 1 41.3 s (candidate import 0.2 s, extensions from the check's build cache)'"""
+    import json
+
+    bits = []
+    try:
+        meta = json.loads((work / "meta.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    if meta.get("import_s") is not None:
+        bits.append(f"candidate import {meta['import_s']:.1f} s")
+    cached = meta.get("extensions_cached")
+    if cached:
+        bits.append("extensions from the check's build cache" if all(cached) else
+                    f"{cached.count(False)} extension(s) built here (run compile_and_check first to reuse its build)")
+    return f"ncu run {n} {seconds:.1f} s" + (f" ({', '.join(bits)})" if bits else "")
 
 
 def _candidate_line(source: str, text: str) -> int | None:

@@ -92,3 +92,66 @@ def op_key(name: str) -> str:
                "max_pool2d_with_indices": "max_pool2d", "getitem": "index"}
     n = aliases.get(n, n)
     return n.rstrip("_")
+
+
+# what may stand between `__global__` and a kernel's name, besides its return type
+_SKIP_CALLS = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas",
+               "__align__", "__grid_constant__"}
+_NOT_NAMES = {"void", "static", "inline", "extern", "__noinline__", "__forceinline__", "__inline__", "const",
+              "unsigned", "signed", "int", "float", "double", "long", "short", "char", "bool", "auto", "typename",
+              "__host__", "__device__", "__global__", "template", "__restrict__"} | _SKIP_CALLS
+
+
+def _skip_balanced(text: str, i: int, open_ch: str, close_ch: str) -> int:
+    """Index just past the bracket that closes the one at text[i]."""
+    depth = 0
+    while i < len(text):
+        if text[i] == open_ch:
+            depth += 1
+        elif text[i] == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return i
+
+
+def _kernel_name_after(text: str, i: int) -> str | None:
+    """The name of the kernel whose `__global__` ends at text[i]: the last identifier before its
+    parameter list, skipping attributes with arguments (__launch_bounds__(256), __cluster_dims__(8,1,1),
+    __attribute__((...)), [[...]]), template arguments of the return type and `extern "C"`."""
+    last = None
+    while i < len(text):
+        ch = text[i]
+        if ch in ";{}=":
+            return None
+        if ch == '"':
+            i = text.find('"', i + 1) + 1 or len(text)
+        elif text.startswith("[[", i):
+            i = text.find("]]", i) + 2 if text.find("]]", i) >= 0 else len(text)
+        elif ch == "<":
+            i = _skip_balanced(text, i, "<", ">")
+        elif ch == "(":
+            if last is None or last in _SKIP_CALLS:
+                i = _skip_balanced(text, i, "(", ")")
+                last = None
+                continue
+            return last if last not in _NOT_NAMES else None
+        elif ch.isalpha() or ch == "_":
+            m = _WORD.match(text, i)
+            last = m.group(0)
+            i = m.end()
+            continue
+        else:
+            i += 1
+    return None
+
+
+def global_kernel_names(source: str) -> list[str]:
+    """Names of the `__global__` functions defined or declared in C++/CUDA source, in order."""
+    names: list[str] = []
+    for m in re.finditer(r"\b__global__\b", source):
+        name = _kernel_name_after(source, m.end())
+        if name and name not in names:
+            names.append(name)
+    return names

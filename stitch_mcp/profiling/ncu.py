@@ -21,7 +21,7 @@ from typing import Any
 from stitch_mcp.errors import UserError
 from stitch_mcp.models import HotLine, KernelDigest, Stall, Suggestion
 from stitch_mcp.profiling.names import short_kernel_name
-from stitch_mcp.profiling.specs import Ceilings
+from stitch_mcp.ceilings import Ceilings
 
 log = logging.getLogger(__name__)
 
@@ -206,13 +206,15 @@ def _flops(l: Launch) -> tuple[float | None, str]:
     fp16 = s(f"{p}hadd_pred_on.sum", f"{p}hmul_pred_on.sum")
     hfma = l.num(f"{p}hfma_pred_on.sum")
     tensor = s("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-               "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum",
-               "sm__ops_path_tensor_src_int8.sum", "sm__ops_path_tensor_src_fp64.sum")
+               "sm__ops_path_tensor_src_fp8.sum", "sm__ops_path_tensor_src_int8.sum",
+               "sm__ops_path_tensor_src_fp64.sum")
+    tf32 = l.num("sm__ops_path_tensor_src_tf32_dst_fp32.sum")
     kinds = {
         "fp32": None if fp32 is None and ffma is None else (fp32 or 0) + 2 * (ffma or 0),
         "fp64": None if fp64 is None and dfma is None else (fp64 or 0) + 2 * (dfma or 0),
         "fp16": None if fp16 is None and hfma is None else 2 * ((fp16 or 0) + 2 * (hfma or 0)),  # packed half2
         "tensor": tensor,
+        "tf32": tf32,  # TF32 tensor cores run at about half the BF16 rate
     }
     known = {k: v for k, v in kinds.items() if v is not None}
     if not known:
@@ -223,8 +225,8 @@ def _flops(l: Launch) -> tuple[float | None, str]:
 
 
 def _peak_tflops(ceil: Ceilings, kind: str) -> float:
-    return {"fp64": ceil.fp64_tflops, "fp16": ceil.fp32_tflops * 2, "tensor": ceil.fp16_tflops}.get(
-        kind, ceil.fp32_tflops)
+    return {"fp64": ceil.fp64_tflops, "fp16": ceil.fp32_tflops * 2, "tensor": ceil.fp16_tflops,
+            "tf32": ceil.tf32_tflops}.get(kind, ceil.fp32_tflops)
 
 
 def _mean_launch(launches: list[Launch]) -> Launch:
@@ -445,10 +447,12 @@ def suggestions(d: KernelDigest, l: Launch, dram_pct: float | None, ceil: Ceilin
     fma = l.num("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0
     if (d.bound == "compute-bound" or fma >= 40 or stall.get("math_pipe_throttle", 0) >= 0.2) and \
             (d.tensor_pipe_pct or 0) < 5:
-        add(7.5, "FP32 math on CUDA cores while the tensor cores idle: use tensor cores (WMMA/mma.sync, "
-                 "cuBLAS/CUTLASS) in TF32 or BF16 where the tolerance allows",
+        add(7.5, "FP32 math on CUDA cores while the tensor cores idle: for fp32 work keep fp32 accuracy on "
+                 "the tensor cores with 3xTF32 (each operand split into a TF32 high and low part, three MMAs; "
+                 "CUTLASS's OpMultiplyAddFastF32) - plain TF32 or BF16 is a precision downgrade an fp32 task's "
+                 "tolerance usually rejects; half-precision tasks use BF16/FP16 MMA (WMMA/mma.sync, cuBLAS)",
             "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", f"{d.tensor_pipe_pct or 0:.1f}%",
-            "tensor cores wmma mma.sync TF32 matrix multiply")
+            "3xTF32 fp32-accurate tensor core GEMM mma.sync")
     theo, ach = d.theoretical_occupancy_pct, d.achieved_occupancy_pct
     lim = d.occupancy_limiter
     if theo is not None and theo < 50 and d.bound in ("latency-bound", "memory-bound"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stitch_mcp.models import KernelDigest
 from stitch_mcp.profiling.names import op_base, short_kernel_name
-from stitch_mcp.profiling.specs import Ceilings
+from stitch_mcp.ceilings import Ceilings
 from stitch_mcp.profiling.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,34 @@ def _plt():
 def artifact_name(prefix: str, key: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9_-]+", "-", key)[:60]
     return f"{prefix}-{safe}.png"
+
+
+def legend_order(names: list[str], ops, kernels, t0: float, gpu_t0: float, limit: int = 12) -> list[tuple[str, float]]:
+    """The ops worth a legend entry (the `limit` longest), ordered as their bars first appear from the
+    left (host ops from the iteration's start, kernels from the first GPU event), with their total ms."""
+    first: dict[str, float] = {}
+    total: dict[str, float] = {n: 0.0 for n in names}
+    for o in ops:
+        n = op_base(o.name)
+        first[n] = min(first.get(n, float("inf")), o.start - t0)
+        total[n] += o.end - o.start
+    for k in kernels:
+        n = op_base(k.op) if k.op else "(no op)"
+        first[n] = min(first.get(n, float("inf")), k.start - gpu_t0)
+        if not ops:
+            total[n] += k.dur
+    if ops and kernels:  # on a GPU the kernels' time is what counts
+        total = {n: 0.0 for n in names}
+        for k in kernels:
+            total[op_base(k.op) if k.op else "(no op)"] += k.dur
+    top = sorted(names, key=lambda n: -total.get(n, 0.0))[:limit]
+    return [(n, total[n] / 1e6) for n in sorted(top, key=lambda n: first.get(n, float("inf")))]
+
+
+def _legend(plt, names, color, ops, kernels, t0, gpu_t0):
+    order = legend_order(names, ops, kernels, t0, gpu_t0)
+    labels = [f"{n.replace('aten::', '')[:24]} {ms:.2f} ms" for n, ms in order]
+    return labels, [plt.Rectangle((0, 0), 1, 1, color=color[n]) for n, _ in order]
 
 
 def timeline_png(trace: Trace, path: Path, title: str = "") -> Path | None:
@@ -70,12 +98,13 @@ def timeline_png(trace: Trace, path: Path, title: str = "") -> Path | None:
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(lanes)
     ax.invert_yaxis()
-    ax.set_xlabel("ms from the start of the iteration (GPU lanes from the first GPU event)")
-    top = sorted(names, key=lambda n: -sum(k.dur for k in kernels if (op_base(k.op) if k.op else "(no op)") == n)
-                 - sum(o.end - o.start for o in ops if op_base(o.name) == n))[:12]
-    handles = [plt.Rectangle((0, 0), 1, 1, color=color[n]) for n in top]
-    ax.legend(handles, [n.replace("aten::", "")[:28] for n in top], loc="center left", bbox_to_anchor=(1.01, 0.5),
-              ncol=1 if len(top) <= 6 else 2, fontsize=8, frameon=False)
+    on_gpu = bool(kernels or copies)
+    ax.set_xlabel("ms from the start of the iteration" + (" (GPU lanes from the first GPU event)" if on_gpu else
+                                                          " (host time: no GPU here)"))
+    labels, handles = _legend(plt, names, color, ops, kernels, t0, gpu_t0)
+    ax.legend(handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5),
+              ncol=1 if len(labels) <= 6 else 2, fontsize=8, frameon=False,
+              title="ops, in the order they first appear", title_fontsize=8)
     ax.set_title(title or f"one iteration ({trace.backend}, {trace.device})", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

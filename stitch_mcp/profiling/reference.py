@@ -7,6 +7,7 @@ digests it (trace.digest); draws a timeline of one iteration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -56,17 +57,49 @@ def driver_error(work: Path, what: str) -> UserError | None:
     return UserError(f"{what} failed while running {e.get('stage')}: {e.get('type')}: {e.get('message')}\n{last}")
 
 
+@contextlib.contextmanager
+def device_lease(progress: Progress, notes: list[str], step: float, total: float):
+    """Hold a device for a profiler run, as compile_and_check's run stage does: two profiles (or a
+    profile and a timing) never share a GPU, or each would read the other's load (seen: 1.4-1.8x).
+    Yields the environment that pins the profiled process to the leased GPU."""
+    from stitch_mcp.devices import acquire_device
+
+    progress.update(step, total, "waiting for a free device")
+    with acquire_device(check_cancel=progress.check) as lease:
+        if lease.waited_s >= 1.0:
+            notes.append(f"waited {lease.waited_s:.0f} s for {lease.label}: another verification or profile was "
+                         "using it (profiles take the device in turn, so its load is not in these numbers)")
+        if lease.note:
+            notes.append(lease.note)
+        yield lease.worker_env()
+
+
+def _candidate_build(work: Path, cand_path: Path) -> Path:
+    """A copy of the candidate source's built extensions inside the profile's folder (the only
+    folder its sandbox sees): the driver imports them instead of building again under ncu."""
+    from stitch_mcp.build_room import publish_build
+    from stitch_mcp.check import candidate_scope
+
+    scope = candidate_scope(get_settings().build_dir, cand_path.read_text(encoding="utf-8"))
+    build = work / "build"
+    publish_build(scope, build)
+    return build
+
+
 def run_driver(mode: str, work: Path, ref_path: Path, *, iterations: int, warmup: int, timeout_s: float,
                progress: Progress | None, prefix: list[str] | None = None,
-               cand_path: Path | None = None, lineinfo: bool = False, what: str = "the reference"):
+               cand_path: Path | None = None, lineinfo: bool = False, what: str = "the reference",
+               env: dict[str, str] | None = None):
     cmd = (prefix or []) + [python_exe(), "-m", "stitch_mcp.profiling.driver", mode, "--ref", str(ref_path),
                             "--out", str(work), "--iters", str(iterations), "--warmup", str(warmup)]
     if cand_path is not None:
         cmd += ["--cand", str(cand_path)]
     if lineinfo:
         cmd.append("--lineinfo")
-    res = run_group(cmd, timeout_s=timeout_s, cwd=work, env=python_env(), progress=progress,
-                    log_path=work / "run.log")
+    if cand_path is not None:  # the candidate's extensions as compile_and_check built them, copied in
+        cmd += ["--build-root", str(_candidate_build(work, cand_path))]
+    res = run_group(cmd, timeout_s=timeout_s, cwd=work, env={**python_env(), **(env or {})}, progress=progress,
+                    log_path=work / "run.log", sandboxed=cand_path is not None)
     if res.cancelled:
         from stitch_mcp.jobs import Cancelled
 
@@ -117,7 +150,7 @@ def profile_reference(*, reference: str | None = None, task_id: str | None = Non
 def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: float,
          progress: Progress, image_name: str = "timeline.png"):
     from stitch_mcp.profiling import plots
-    from stitch_mcp.profiling.specs import ceilings_for, cpu_ceilings
+    from stitch_mcp.ceilings import ceilings_for, cpu_ceilings
     from stitch_mcp.profiling.trace import digest
 
     prefix = None
@@ -127,9 +160,11 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
         nsys = find_tool("nsys")
         prefix = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
                   "--force-overwrite=true", "-o", str(work / "report")]
-    progress.update(1, 4, f"running the reference under {used}")
-    res = run_driver(used, work, ref_path, iterations=iterations, warmup=2, timeout_s=timeout_s,
-                     progress=progress, prefix=prefix)
+    lease_notes: list[str] = []
+    with device_lease(progress, lease_notes, 1, 4) as pinned:
+        progress.update(1, 4, f"running the reference under {used}")
+        res = run_driver(used, work, ref_path, iterations=iterations, warmup=2, timeout_s=timeout_s,
+                         progress=progress, prefix=prefix, env=pinned)
     err = driver_error(work, "the reference")
     if err is not None:
         raise err
@@ -162,6 +197,7 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
         ceil = cpu_ceilings()
     progress.update(3, 4, "digesting")
     prof = digest(trace, ceil, meta.get("costs") or {}, meta.get("wall_ms"))
+    prof.notes.extend(lease_notes)
     if meta.get("costs_error"):
         prof.notes.append(f"FLOP/byte counting failed: {meta['costs_error']}")
     try:

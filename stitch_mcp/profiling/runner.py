@@ -42,8 +42,24 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_group(cmd: list[str], *, timeout_s: float, cwd: Path | None = None, env: dict | None = None,
-              progress: Progress | None = None, log_path: Path | None = None) -> RunResult:
-    """Run cmd in a new session; stdout+stderr go to a file (never to our stdout), returned as text."""
+              progress: Progress | None = None, log_path: Path | None = None, sandboxed: bool = False) -> RunResult:
+    """Run cmd in a new session; stdout+stderr go to a file (never to our stdout), returned as text.
+    `sandboxed`: it runs candidate code, so it runs in the candidate's sandbox with `cwd` as its
+    only writable folder (stitch_mcp.sandbox), and everything it started is killed afterwards."""
+    if not sandboxed:
+        return _run_group(cmd, timeout_s, cwd, env, progress, log_path, None)
+    from stitch_mcp.judge_room import candidate_sandbox
+    from stitch_mcp.sandbox import kill_sandbox
+
+    assert cwd is not None
+    allowed = {k: v for k, v in (env or {}).items() if k.startswith(("CUDA_", "PYTHON", "TORCH", "NV"))}
+    allowed["TORCH_EXTENSIONS_DIR"] = str(cwd / "torch_extensions")
+    with candidate_sandbox(cmd, cwd, allowed, gpu=True) as box:
+        return _run_group(box.argv, timeout_s, cwd, box.env, progress, log_path,
+                          lambda proc: kill_sandbox(proc, box))
+
+
+def _run_group(cmd, timeout_s, cwd, env, progress, log_path, kill_box) -> RunResult:
     started = time.monotonic()
     log_path = log_path or Path(cwd or ".") / "run.log"
     log.info("running: %s", " ".join(cmd))
@@ -69,6 +85,8 @@ def run_group(cmd: list[str], *, timeout_s: float, cwd: Path | None = None, env:
                         break
         finally:
             remove()
+            if kill_box is not None:
+                kill_box(proc)
             if proc.poll() is None:
                 _kill_group(proc)
             else:

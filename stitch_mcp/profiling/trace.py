@@ -12,7 +12,7 @@ from typing import Any
 
 from stitch_mcp.models import Evidence, Finding, KernelRow, OpRow, ReferenceProfile
 from stitch_mcp.profiling.names import op_base, op_key, short_kernel_name
-from stitch_mcp.profiling.specs import Ceilings
+from stitch_mcp.ceilings import Ceilings, describe
 
 
 @dataclass
@@ -167,7 +167,7 @@ def digest(trace: Trace, ceilings: Ceilings, costs: dict[str, dict[str, Any]] | 
         rows.append(OpRow(name=name, gpu_ms=ms / n, share=ms / total_ms, calls=round(op_calls.get(name, 0) / n),
                           kernel_count=round(op_kcount.get(name, 0) / n), kernels=[k for k, _ in kern[:3]],
                           flops=flops if c else None, bytes=nbytes if c else None,
-                          intensity=intensity, floor_ms=floor))
+                          intensity=intensity, floor_ms=floor, dtype=c.get("dtype") if c else None))
     # -- kernels
     kgroups: dict[tuple[str, str, str], list[Kernel]] = defaultdict(list)
     for k in trace.kernels:
@@ -192,9 +192,28 @@ def digest(trace: Trace, ceilings: Ceilings, costs: dict[str, dict[str, Any]] | 
         prof.notes.append(f"{len(rows) - max_ops} more ops not shown")
     if len(krows) > max_kernels:
         prof.notes.append(f"{len(krows) - max_kernels} more kernel kinds not shown")
+    why = _sum_vs_wall(total_ms / n if op_ms else None, wall, traced_wall, gpu_ms, gpu)
+    if why:
+        prof.notes.append(why)
     prof.findings = findings(trace, prof, rows, kern_ms)
     prof.summary = summary_text(prof, ceilings)
     return prof
+
+
+def _sum_vs_wall(op_total: float | None, wall: float | None, traced_wall: float | None, gpu_ms: float | None,
+                 gpu: bool) -> str | None:
+    """Why the ops' times add to more than the wall time per iteration, when they do."""
+    if not op_total or not wall or op_total <= 1.1 * wall:
+        return None
+    head = f"the ops' times add to {_fmt_ms(op_total)}/iter, more than the wall {_fmt_ms(wall)}/iter (timed " \
+           "without the profiler)"
+    if gpu and gpu_ms is not None and op_total > 1.1 * gpu_ms:
+        return (f"{head}: kernels of different ops ran at the same time on several streams, so their durations "
+                f"overlap; the GPU was busy {_fmt_ms(gpu_ms)}/iter (the union)")
+    if traced_wall and traced_wall > 1.1 * wall:
+        return (f"{head}: they were measured under the profiler, whose per-op overhead stretched each profiled "
+                f"iteration to {_fmt_ms(traced_wall)}; compare shares, not milliseconds, with the wall")
+    return f"{head}: work of different ops overlapped (several threads or streams)"
 
 
 def _ops_in_order(trace: Trace, iteration: int) -> list[Op]:
@@ -307,8 +326,8 @@ def summary_text(p: ReferenceProfile, ceilings: Ceilings, max_chars: int = 6000)
             head += (f", memcpy {p.memcpy_bytes_per_iter / 1e6:.1f} MB ({_fmt_ms(p.memcpy_ms_per_iter)}), "
                      f"memset {_fmt_ms(p.memset_ms_per_iter)}")
     lines.append(head)
-    lines.append(f"ceilings: {ceilings.dram_gbps / 1e3:.1f} TB/s, fp32 {ceilings.fp32_tflops:.0f} / "
-                 f"bf16 {ceilings.fp16_tflops:.0f} TFLOP/s ({ceilings.source})")
+    lines.append(f"ceilings: {describe(ceilings)}; floor = max(bytes / bandwidth, FLOPs / peak of the op's dtype, "
+                 "fp32 on the CUDA cores as TF32 is off)")
     lines.append(f"ops by {where} time/iter (share, calls, kernels | FLOPs, bytes, FLOP/B, floor):")
     for r in p.ops[:12]:
         extra = ""

@@ -150,6 +150,8 @@ async def run(out_dir: Path | None) -> int:
                        route=(rub.get("route") or {}).get("decision"), feedback=(rub.get("route") or {}).get("feedback"),
                        skill_compliance=skill)
             log(rub.get("summary", ""))
+            if (rub.get("route") or {}).get("feedback"):  # the Verifier stores what the next candidate follows
+                await c.call_tool("save_feedback", {"candidate_id": cid, "items": rub["route"]["feedback"]})
         if task_id:
             hist = json.loads((await c.read_resource(f"stitch://tasks/{task_id}/history")).contents[0].text)
             log("\n=== history ===")

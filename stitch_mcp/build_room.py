@@ -1,0 +1,118 @@
+"""Building a candidate: in a sandboxed room, never in a process of ours.
+
+Building means importing the candidate with the build cache installed (its `load_inline` calls
+compile), so the candidate's module-level code and its compiler flags run: that happens in a
+candidate room (stitch_mcp.room), which sees its own folder, the candidate's cache scope read-only
+and the Python it runs on. What the room built stays in its folder until the trusted side copies
+the finished objects into the candidate's cache scope (check.candidate_scope), owned by us and
+read-only from then on, and writes the manifest itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from stitch_mcp.build import write_manifest
+from stitch_mcp.correctness import StageError
+from stitch_mcp.worker import WorkerResult
+
+
+def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None) -> WorkerResult:
+    """The build stage's outcome in the shape the report code reads (a WorkerResult)."""
+    from stitch_mcp.judge_room import RoomClient, RoomGone, prestart
+
+    parent = Path(settings.cache_dir).expanduser() / "work"
+    spec = {"build_root": str(scope), "room_parent": str(parent), "room_timeout_s": settings.build_timeout_s,
+            "gpu": gpu}
+    t0 = time.monotonic()
+    res = WorkerResult(stage="build")
+    room = RoomClient.start(spec, candidate_source, subreaper=False)
+    if settings.spare_workers:
+        prestart(parent, gpu, 1)  # the next build's room imports torch while this one builds
+    unregister = register_kill(room.close) if register_kill else None
+    try:
+        loaded = room.build(settings.build_timeout_s)
+        res.result = {"extensions": loaded.extensions, "diagnostics": [], "log_tail": ""}
+        publish_build(room.workdir / "build", scope)
+        write_manifest(scope, candidate_source, {"extensions": loaded.extensions, "needs_gpu": ""})
+    except StageError as exc:
+        res.result = _failed_build(exc, room, scope, candidate_source)
+        res.status = "ok" if "needs_gpu" in res.result else "error"
+        res.kind = exc.kind
+        res.message = exc.message
+    except RoomGone as exc:
+        res.status = "timeout" if exc.kind == "timeout" else "crash"
+        res.kind, res.message = exc.kind, exc.message
+    finally:
+        if unregister:
+            unregister()
+        res.output = room.capture.text()
+        room.close()
+    res.seconds = time.monotonic() - t0
+    return res
+
+
+def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> dict[str, Any]:
+    extra = exc.extra
+    if exc.kind == "needs_gpu":  # compiled as far as this host allows: keep that for next time
+        publish_build(room.workdir / "build", scope)
+        write_manifest(scope, candidate_source, {"extensions": [], "needs_gpu": exc.message})
+        return {"needs_gpu": exc.message, "extensions": [], "diagnostics": [], "log_tail": ""}
+    diagnostics = extra.get("diagnostics") or []
+    return {"error": {"kind": exc.kind, "message": exc.message, "line": extra.get("line"),
+                      "diagnostics": diagnostics, "log": extra.get("log", "")},
+            "diagnostics": diagnostics, "log_tail": (extra.get("log") or "")[-4000:]}
+
+
+def publish_build(built: Path, scope: Path) -> list[str]:
+    """Copy each finished object folder (`objects/<key>/` with its `done` or `compiled` marker)
+    the room made into the scope, ours and read-only; returns the keys published."""
+    published = []
+    source = built / "objects"
+    if not source.is_dir():
+        return published
+    target_root = scope / "objects"
+    target_root.mkdir(parents=True, exist_ok=True)
+    for folder in source.iterdir():
+        if folder.is_symlink() or not folder.is_dir() or (target_root / folder.name).exists():
+            continue
+        if not ((folder / "done").is_file() or (folder / "compiled").is_file()):
+            continue
+        tmp = target_root / f".{folder.name}.{os.getpid()}"
+        shutil.copytree(folder, tmp, symlinks=True, ignore=_only_regular_files)
+        _read_only(tmp)
+        try:
+            os.replace(tmp, target_root / folder.name)
+            published.append(folder.name)
+        except OSError:  # published meanwhile by another check of the same source
+            shutil.rmtree(tmp, ignore_errors=True)
+    return published
+
+
+def _only_regular_files(directory: str, names: list[str]) -> set[str]:
+    """What not to copy: links (a room could point one at any file of ours) and special files."""
+    skip = set()
+    for name in names:
+        mode = os.lstat(os.path.join(directory, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            skip.add(name)
+    return skip
+
+
+def _read_only(root: Path) -> None:
+    uid, gid = os.getuid(), os.getgid()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if os.geteuid() == 0:
+                os.lchown(path, uid, gid)
+            os.chmod(path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH | (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+                                                                        if name.endswith(".so") else 0))
+        if os.geteuid() == 0:
+            os.lchown(dirpath, uid, gid)
+        os.chmod(dirpath, 0o555)

@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return a + b
+
+
+def get_inputs():
+    return [torch.randn(4096, 4096), torch.randn(4096, 4096)]
+
+
+def get_init_inputs():
+    return []
