@@ -427,11 +427,7 @@ def test_device_lock_held_by_a_daemon(clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", ["atk_forge_timer", pytest.param("atk_forge_timer_zero", marks=pytest.mark.xfail(
-    strict=True, reason="HOLE: a frozen room clock gives room_ms 0.0 for every timed call; judge._judge_times keeps "
-    "median_ms 0.0 (it rescales only when b_room > 0), the verdict is pass, speedup_vs_eager stays None and "
-    "check._summary then raises TypeError (`{None:.3g}`): compile_and_check raises instead of returning a "
-    "report, and nothing is stored"))])
+@pytest.mark.parametrize("program", ["atk_forge_timer", "atk_forge_timer_zero"])
 def test_forged_room_clock(program, clean_honest):
     """The room's clock patched (1 ns per read, or frozen) while forward does ~40 relus: either the
     room is ended (an error with a named kind) or the reported time is the judge's estimate, never
@@ -449,11 +445,6 @@ def test_forged_room_clock(program, clean_honest):
     assert_contained(r, source, before, clean_honest)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "HOLE: judge._timed_call accepts room_ms == 0 (`not room_ms >= 0` only rejects None/NaN/negative) and "
-    "judge._judge_times rescales the candidate's stats by estimate / b_room only when b_room > 0, so a "
-    "frozen room clock (time.perf_counter = lambda: 0.0, STITCH_SANDBOX=none: median_ms 0.0 end to end) is "
-    "reported as 0 ms with timing_contradicted only a warning"))
 def test_zero_room_time_is_replaced_by_the_judges_estimate():
     """The judge's bracket logic fed what a frozen room clock produces: every room time 0 ms while the
     judge's clock saw ~10 ms calls (the reference's room: 5 ms own time, 0.2 ms door overhead)."""
@@ -486,19 +477,20 @@ def test_tiny_forged_room_time_is_replaced_by_the_judges_estimate():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "HOLE: judge._judge_times forgives max(0.05 ms, 10% of the room's time) of unexplained bracket time, "
-    "so a room that reports 0.5 us for a 10 us kernel (patched torch.cuda.Event.elapsed_time) is not "
-    "contradicted: every kernel under ~50 us can claim any time above the physical floor (a forged 20x here)"))
+    "HOLE: judge._judge_times contradicts a room time only when the unexplained part of the judge's bracket "
+    "exceeds max(noise, 25% of the estimate) with noise >= 0.05 ms, or when the room claims under a fifth of "
+    "the bracket: a room reporting 21% of the true time of a kernel under ~60 us (patched "
+    "torch.cuda.Event.elapsed_time scaled by 0.21) keeps its forged time, a 4.8x forged speedup"))
 def test_small_forged_time_within_the_margin_is_replaced():
-    """A 10 us kernel (the size of most KernelBench level-1 kernels on an H100) reporting 0.5 us: the
-    judge's clock sees the same overhead as for the reference's room plus the 10 us the room hid."""
+    """A 10 us kernel (the size of most KernelBench level-1 kernels on an H100) reporting 2.1 us: the
+    judge's clock sees the same door overhead as for the reference's room plus the 10 us."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge import Lane, Timed, _judge_times
 
     n = 20
     ref = Lane(room_ms=[0.010] * n, wall_ms=[0.030] * n, after_ms=[0.05] * (n - 1), block_medians=[0.010] * 4)
-    cand = Lane(room_ms=[0.0005] * n, wall_ms=[0.0305] * n, after_ms=[0.05] * (n - 1), block_medians=[0.0005] * 4)
+    cand = Lane(room_ms=[0.0021] * n, wall_ms=[0.030] * n, after_ms=[0.05] * (n - 1), block_medians=[0.0021] * 4)
     res = {"findings": [], "checks_run": []}
     _judge_times(res, SimpleNamespace(device="cuda"), Timed(reference=ref, candidate=cand))
     assert res["timing"]["candidate"]["median_ms"] >= 0.005, res["timing"]["candidate"]
@@ -580,9 +572,9 @@ async def test_attack_through_the_server_in_memory():
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="HOLE (predicted by test_small_forged_time_within_the_margin_is_replaced): "
-                   "a few-microsecond kernel's forged 0.5 us event time lies within judge._judge_times' 0.05 ms margin")
+                   "a few-microsecond kernel's event times scaled by 0.21 stay within judge._judge_times' margins")
 def test_gpu_forged_event_times(clean_honest):
-    """CUDA: the room's torch.cuda.Event.elapsed_time patched to report 0.5 us for a real kernel."""
+    """CUDA: the room's torch.cuda.Event.elapsed_time patched to report 21% of a few-microsecond kernel's time."""
     source = (ATTACKS / "gpu_atk_forge_events.py").read_text()
     before = Storage()
     r = judge(source, ref="attacks/gpu_ref_small_relu", timing=True)
