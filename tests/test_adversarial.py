@@ -95,8 +95,12 @@ class Storage:
             return {}
         con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         try:
-            return {t: set(con.execute(f"SELECT * FROM {t}").fetchall())
-                    for t in ("tasks", "candidates", "reports")}
+            out = {}
+            for t in ("tasks", "candidates", "reports"):
+                cur = con.execute(f"SELECT * FROM {t}")
+                names = [d[0] for d in cur.description]
+                out[t] = {tuple(zip(names, row)) for row in cur.fetchall()}
+            return out
         finally:
             con.close()
 
@@ -115,7 +119,8 @@ class Storage:
             if missing:
                 problems.append(f"{table}: {len(missing)} stored row(s) changed or deleted")
         for row in rows.get("reports", set()) - self.rows.get("reports", set()):
-            _, kind, task_id, candidate_id, _, _ = row
+            fields = dict(row)
+            kind, task_id, candidate_id = fields["kind"], fields["task_id"], fields["candidate_id"]
             if candidate_id != report.candidate_id and not (kind == "baseline" and task_id == report.task_id):
                 problems.append(f"reports: a new {kind!r} row for {candidate_id or task_id}")
             if kind == "baseline":
