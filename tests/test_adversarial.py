@@ -167,9 +167,18 @@ def workers_left() -> list[int]:
 
     from stitch_mcp.worker import _descendants
 
+    spare_rooms: set[int] = set()
+    try:  # rooms started ahead of need, waiting for a program: nothing of a candidate has run in them
+        from stitch_mcp.judge_room import _spares
+
+        for room in list(_spares):
+            if room.proc.poll() is None:
+                spare_rooms |= {room.proc.pid, *_descendants(room.proc.pid)}
+    except ImportError:
+        pass
     left = []
     for pid in _descendants(os.getpid()):
-        if idle_spare_of(pid, {os.getpid()}):
+        if idle_spare_of(pid, {os.getpid()}) or pid in spare_rooms:
             continue
         cmd = _cmdline(str(pid))
         if "stitch_mcp.worker" in cmd or "stitch_mcp.room" in cmd or "bwrap" in cmd:
