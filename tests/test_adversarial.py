@@ -47,11 +47,8 @@ SLEEP_MARKS = ("7345.123", "7346.5", "7347.5")  # the argv[1] of the attacks' da
 FILL_NAME = "stitch-attack-fill.bin"
 FORGED_STDOUT = b"FORGED-BY-CANDIDATE"
 
-HOLE_BUILD_UNSANDBOXED = (
-    "HOLE: the build stage imports the candidate (build.build_stage -> loader.import_program) in a "
-    "worker started by worker.run_worker with worker_env() = the server's whole environment, as the "
-    "server's user, with no sandbox; check.compile_and_check sends every source that merely mentions "
-    "load_inline/cpp_extension there first")
+# Closed on main (d28c18c, build_room.build_in_room): until then the build stage imported the candidate
+# unsandboxed, with the server's whole environment, and every build-stage test below was a HOLE.
 
 
 # ------------------------------------------------------------------ helpers
@@ -282,9 +279,7 @@ def test_patched_harness_objects(clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stage", ["room", pytest.param("build", marks=pytest.mark.xfail(
-    strict=True, reason=HOLE_BUILD_UNSANDBOXED + ": it rewrites stored verdicts, inserts a baseline and "
-    "overwrites cached extensions"))])
+@pytest.mark.parametrize("stage", ["room", "build"])
 def test_tamper_workspace_and_cache(stage, clean_honest):
     """Rewrite stored verdicts, insert a forged baseline, overwrite cached builds of others."""
     # another candidate's build in the cache, for the attack to find
@@ -297,9 +292,7 @@ def test_tamper_workspace_and_cache(stage, clean_honest):
     assert_contained(r, source, before, clean_honest)
 
 
-@pytest.mark.parametrize("stage", [pytest.param("room", marks=pytest.mark.slow), pytest.param("build", marks=pytest.mark.xfail(
-    strict=True, reason=HOLE_BUILD_UNSANDBOXED + ": STITCH_AUTH_TOKEN is in its environment and the "
-    "server's processes (and their environ) are visible; its error message carries them into the report"))])
+@pytest.mark.parametrize("stage", [pytest.param("room", marks=pytest.mark.slow), "build"])
 def test_read_server_secrets(stage, secrets_set, capfd, clean_honest):
     """The token in the server's environment, /proc/<ancestor>/{environ,cmdline,mem}, the server's
     stdout through /proc/<pid>/fd/1: nothing of the server may reach the report or the stream."""
@@ -339,12 +332,6 @@ def test_signal_parent_and_server(short_run_timeout, clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=HOLE_BUILD_UNSANDBOXED + ", and worker.run_worker takes the LAST "
-                   "'result' line on the event pipe and reports status ok even when the worker then died of "
-                   "SIGKILL; kill_marked misses a daemon whose environment is empty. The daemon writes a forged "
-                   "result onto the run worker's /proc/<pid>/fd/<STITCH_EVENT_FD> and kills it: a wrong "
-                   "candidate passes with a forged speedup and its forged eager time is cached as the task's "
-                   "baseline")
 def test_build_daemon_forges_the_run_result(clean_honest):
     """The issue's first attack, reached through the build stage: a wrong candidate must not pass."""
     source = attack_source("atk_build_daemon_forge", "build")
@@ -386,9 +373,6 @@ def test_daemons_die_with_the_check(program, clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=HOLE_BUILD_UNSANDBOXED + ": a setsid double-fork that execs with an "
-                   "empty environment leaves the worker's process group and carries no STITCH_WORKER_TOKEN, so "
-                   "worker.kill_tree and kill_marked both miss it; nothing is a subreaper on the server's side")
 def test_daemon_from_the_build_stage(clean_honest):
     source = attack_source("atk_daemon", "build")
     try:
@@ -528,8 +512,6 @@ def test_timed_calls_that_skip_work(clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=HOLE_BUILD_UNSANDBOXED + " (and g++ with it): the file's first line "
-                   "comes back in reasons, build.diagnostics and build.log_tail")
 def test_build_include_of_a_server_file(secrets_set, clean_honest):
     """#include of a file of the server's: its text must not come back in the diagnostics."""
     source = attack_source("atk_build_include", SECRET_PATH=str(secrets_set["file"]))
@@ -541,8 +523,6 @@ def test_build_include_of_a_server_file(secrets_set, clean_honest):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=HOLE_BUILD_UNSANDBOXED + ": -wrapper runs any program as the server's "
-                   "user during the build")
 def test_build_flags_run_a_program(tmp_path, clean_honest):
     """-wrapper in extra_cflags runs a shell in front of cc1: it must not reach the server's files."""
     mark = Path(get_settings().data_dir).expanduser() / f"wrapper-ran-{uuid.uuid4().hex[:8]}"
