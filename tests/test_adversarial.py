@@ -1,0 +1,579 @@
+"""The red team's suite (issue 14 item 4): candidates that attack the checker instead of the task.
+
+Each program in tests/programs/attacks/ is one attack class. It is judged by the real
+compile_and_check (real build and run workers, the real judge and candidate room, the real sandbox
+this host allows), and then the test asserts what must hold whatever the attack did:
+
+- the attack's verdict is `fail` or `error` with a named finding or error kind (timing attacks:
+  the forged time is not the one reported);
+- nothing it started is still running;
+- the workspace (SQLite under STITCH_DATA_DIR) and the build cache hold what they held before,
+  plus only the check's own records;
+- nothing secret reached the report (the server's token, a file of the server's);
+- the next honest candidate on the same task is judged exactly as in a clean run.
+
+The attacks touch only their own ancestors (the judge, the worker, this test process) and the
+folders those name, never anybody else's processes or files. A test marked
+`xfail(strict=True, reason="HOLE: ...")` is an attack that still succeeds: the assertion says what
+must hold once the hole is closed (and the mark must then go).
+
+Stages: "room" runs the program as given (a Python-only candidate goes straight to the candidate
+room); "build" adds a comment naming load_inline, which sends the same program through the build
+stage first (check.compile_and_check: a source mentioning cpp_extension/load_inline with no cached
+manifest is imported by the build worker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from stitch_mcp.check import candidate_scope, compile_and_check
+from stitch_mcp.config import configure, get_settings
+
+TESTS = Path(__file__).resolve().parent
+PROGRAMS = TESTS / "programs"
+ATTACKS = PROGRAMS / "attacks"
+BUILD_MENTION = "\n# built with torch.utils.cpp_extension.load_inline\n"
+SLEEP_MARKS = ("7345.123", "7346.5", "7347.5")  # the argv[1] of the attacks' daemons (sleep)
+FILL_NAME = "stitch-attack-fill.bin"
+FORGED_STDOUT = b"FORGED-BY-CANDIDATE"
+
+# Closed on main (d28c18c, build_room.build_in_room): until then the build stage imported the candidate
+# unsandboxed, with the server's whole environment, and every build-stage test below was a HOLE.
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def attack_source(name: str, stage: str = "room", **fill: str) -> str:
+    text = (ATTACKS / f"{name}.py").read_text()
+    for key, value in fill.items():
+        text = text.replace(f"@{key}@", value)
+    return text + (BUILD_MENTION if stage == "build" else "")
+
+
+def judge(candidate: str, ref: str = "ref_relu", **kw):
+    kw.setdefault("timing", False)
+    kw.setdefault("compare_compile", False)
+    return compile_and_check(reference=str(PROGRAMS / f"{ref}.py"), candidate=candidate, **kw)
+
+
+def codes(report) -> set[str]:
+    return {f.code for f in report.integrity.findings}
+
+
+def _sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+class Storage:
+    """What the workspace database and the build cache hold, to compare before and after a check."""
+
+    def __init__(self) -> None:
+        s = get_settings()
+        self.db, self.builds = Path(s.db_path).expanduser(), Path(s.build_dir).expanduser()
+        self.rows = self._rows()
+        self.files = self._files()
+
+    def _rows(self) -> dict[str, set]:
+        if not self.db.exists():
+            return {}
+        con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            out = {}
+            for t in ("tasks", "candidates", "reports"):
+                cur = con.execute(f"SELECT * FROM {t}")
+                names = [d[0] for d in cur.description]
+                out[t] = {tuple(zip(names, row)) for row in cur.fetchall()}
+            return out
+        finally:
+            con.close()
+
+    def _files(self) -> dict[str, str]:
+        if not self.builds.exists():
+            return {}
+        return {str(p): _sha(p) for p in self.builds.rglob("*") if p.is_file()}
+
+    def changes(self, report, source: str) -> list[str]:
+        """What changed that is not the check's own record of `report`."""
+        own_scope = str(candidate_scope(self.builds, source))
+        problems = []
+        rows = self._rows()
+        for table, before in self.rows.items():
+            missing = before - rows.get(table, set())
+            if missing:
+                problems.append(f"{table}: {len(missing)} stored row(s) changed or deleted")
+        for row in rows.get("reports", set()) - self.rows.get("reports", set()):
+            fields = dict(row)
+            kind, task_id, candidate_id = fields["kind"], fields["task_id"], fields["candidate_id"]
+            if candidate_id != report.candidate_id and not (kind == "baseline" and task_id == report.task_id):
+                problems.append(f"reports: a new {kind!r} row for {candidate_id or task_id}")
+            if kind == "baseline":
+                problems.append("reports: a new baseline row (a check without timing stores none)")
+        for path, digest in self.files.items():
+            if not path.startswith(own_scope) and self._files_now().get(path) != digest:
+                problems.append(f"cache: {path} changed")
+        for path in set(self._files_now()) - set(self.files):
+            if not path.startswith(own_scope):
+                problems.append(f"cache: {path} appeared outside the candidate's own scope")
+        return problems
+
+    def _files_now(self) -> dict[str, str]:
+        if not hasattr(self, "_now"):
+            self._now = self._files()
+        return self._now
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def attack_daemons() -> list[int]:
+    """Live processes an attack started (they carry a recognisable command line)."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()
+            and any(_cmdline(p) == f"sleep {m}" for m in SLEEP_MARKS)]
+
+
+def kill_daemons(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def workers_left() -> list[int]:
+    """Worker and room processes this test process started that are still alive (idle spares aside)."""
+    from faultkit import idle_spare_of
+
+    from stitch_mcp.worker import _descendants
+
+    spare_rooms: set[int] = set()
+    try:  # rooms started ahead of need, waiting for a program: nothing of a candidate has run in them
+        from stitch_mcp.judge_room import _spares
+
+        for room in list(_spares):
+            if room.proc.poll() is None:
+                spare_rooms |= {room.proc.pid, *_descendants(room.proc.pid)}
+    except ImportError:
+        pass
+    left = []
+    for pid in _descendants(os.getpid()):
+        if idle_spare_of(pid, {os.getpid()}) or pid in spare_rooms:
+            continue
+        cmd = _cmdline(str(pid))
+        if "stitch_mcp.worker" in cmd or "stitch_mcp.room" in cmd or "bwrap" in cmd:
+            left.append(pid)
+    return left
+
+
+def settle(seconds: float = 10.0) -> tuple[list[int], list[int]]:
+    """Wait (briefly) for what a check started to go; return what did not (daemons, workers)."""
+    end = time.monotonic() + seconds
+    while True:
+        daemons, workers = attack_daemons(), workers_left()
+        if (not daemons and not workers) or time.monotonic() > end:
+            return daemons, workers
+        time.sleep(0.2)
+
+
+def verdict_shape(report) -> dict:
+    """What must not differ between two checks of the same honest candidate."""
+    return {"verdict": report.verdict, "error_kind": report.error_kind, "findings": sorted(codes(report)),
+            "trials": [(t.trial, t.ok, t.inputs, t.weights) for t in report.correctness.trials],
+            "extensions": len(report.build.extensions)}
+
+
+@pytest.fixture(scope="module")
+def clean_honest():
+    """The honest candidate judged before any attack ran: the reference for 'judged as in a clean run'."""
+    return verdict_shape(judge((PROGRAMS / "cand_relu_torch.py").read_text()))
+
+
+@pytest.fixture
+def secrets_set(monkeypatch, tmp_path):
+    """A server secret in the environment (the token of the HTTP transport) and a secret file in
+    the data folder, neither of which a candidate may ever read."""
+    token = f"tok-{uuid.uuid4().hex}"
+    monkeypatch.setenv("STITCH_AUTH_TOKEN", token)
+    data = Path(get_settings().data_dir).expanduser()
+    data.mkdir(parents=True, exist_ok=True)
+    secret_file = data / f"secret-{uuid.uuid4().hex[:8]}.txt"
+    secret_text = f"STITCHSECRET{uuid.uuid4().hex}"
+    secret_file.write_text(f"{secret_text} x;\n")
+    yield {"token": token, "file": secret_file, "text": secret_text}
+    secret_file.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def short_run_timeout():
+    old = get_settings().run_timeout_s
+    configure(run_timeout_s=60)
+    yield
+    configure(run_timeout_s=None if old is None else old)
+
+
+def assert_contained(report, source: str, before: Storage, clean_honest: dict) -> None:
+    """The four properties every attack must leave intact (see the module docstring)."""
+    daemons, workers = settle()
+    kill_daemons(daemons)
+    assert not daemons, f"the attack's daemons outlived the check: {daemons}"
+    assert not workers, f"processes left behind: {[_cmdline(str(p)) for p in workers]}"
+    assert before.changes(report, source) == []
+    assert verdict_shape(judge((PROGRAMS / "cand_relu_torch.py").read_text())) == clean_honest
+
+
+def text_of(report) -> str:
+    return report.model_dump_json()
+
+
+# ------------------------------------------------------------------ the result channel and the harness
+
+
+BUG_LOAD_REPLY = ("BUG (racy): the forged door frame can arrive first; judge_room.RoomClient.load returns any reply "
+                  "(a forged `Called`) and judge._load_candidate fails on `loaded.extensions`: error kind "
+                  "`internal`, which blames the service instead of the candidate")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", [pytest.param("room", marks=pytest.mark.xfail(strict=False, reason=BUG_LOAD_REPLY)),
+                                   pytest.param("build", marks=pytest.mark.xfail(strict=False, reason=BUG_LOAD_REPLY))])
+def test_forged_result_then_exit(stage, clean_honest):
+    """A made-up result line (and door frame) on every pipe/socket it can reach, then os._exit(0)."""
+    source = attack_source("atk_fake_result_exit", stage)
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "error", r.summary
+    assert r.error_kind in ("os_exit", "protocol", "no_result"), (r.error_kind, r.reasons)
+    assert_contained(r, source, before, clean_honest)
+
+
+def test_patched_harness_objects(clean_honest):
+    """compare's __code__, torch.allclose, Tensor dunders and clocks patched at import: the
+    comparison happens in the judge, which never imports the candidate."""
+    source = attack_source("atk_patch_harness")
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "fail", r.summary
+    assert not r.correctness.ok and any(not t.ok for t in r.correctness.trials)
+    assert_contained(r, source, before, clean_honest)
+
+
+# ------------------------------------------------------------------ storage, secrets, the server
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["room", "build"])
+def test_tamper_workspace_and_cache(stage, clean_honest):
+    """Rewrite stored verdicts, insert a forged baseline, overwrite cached builds of others."""
+    # another candidate's build in the cache, for the attack to find
+    judge((PROGRAMS / "cand_relu_cpp.py").read_text())
+    source = attack_source("atk_tamper_storage", stage)
+    before = Storage()
+    r = judge(source)
+    assert "TAMPERED" not in text_of(r), r.reasons
+    assert r.verdict in ("fail", "error"), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.parametrize("stage", [pytest.param("room", marks=pytest.mark.slow), "build"])
+def test_read_server_secrets(stage, secrets_set, capfd, clean_honest):
+    """The token in the server's environment, /proc/<ancestor>/{environ,cmdline,mem}, the server's
+    stdout through /proc/<pid>/fd/1: nothing of the server may reach the report or the stream."""
+    source = attack_source("atk_read_secrets", stage)
+    before = Storage()
+    r = judge(source)
+    text = text_of(r)
+    assert secrets_set["token"] not in text
+    assert "found the judge's spec" not in text
+    assert "wrote stdout" not in text
+    assert "pytest" not in text and "stitch_mcp.worker" not in text, "the server's processes are visible"
+    assert FORGED_STDOUT not in capfd.readouterr().out.encode()
+    assert r.verdict in ("fail", "error"), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+def _isolation_level() -> str:
+    try:
+        from stitch_mcp.sandbox import probe_isolation
+    except ImportError:
+        return "none"
+    return probe_isolation().level
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_isolation_level() not in ("bubblewrap", "namespaces"), reason=(
+    "without a pid namespace the room sees this test process among its ancestors and the attack would "
+    "SIGKILL the test run itself (the sandbox documents that level as unprotected)"))
+def test_signal_parent_and_server(short_run_timeout, clean_honest):
+    """SIGSTOP of its parent and SIGKILL of every ancestor that is the service's (the judge, the
+    worker, this test process standing in for the server): this process must survive it."""
+    source = attack_source("atk_signal_everyone")
+    before = Storage()
+    r = judge(source)
+    assert r.verdict in ("fail", "error"), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.slow
+def test_build_daemon_forges_the_run_result(clean_honest):
+    """The issue's first attack, reached through the build stage: a wrong candidate must not pass."""
+    source = attack_source("atk_build_daemon_forge", "build")
+    before = Storage()
+    try:
+        r = judge(source, timing=True)
+        assert r.verdict != "pass", f"a wrong candidate passed: {r.summary}"
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        _kill_forgers()
+
+
+def _kill_forgers() -> None:
+    """The forging daemon runs `python -c <program> SERVER BUILD` with an empty environment."""
+    for p in os.listdir("/proc"):
+        if p.isdigit() and "json, os, signal, sys, time" in _cmdline(p):
+            kill_daemons([int(p)])
+
+
+# ------------------------------------------------------------------ processes, disk, output, locks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["atk_daemon", "atk_fork_bomb"])
+def test_daemons_die_with_the_check(program, clean_honest):
+    """A double-forked, re-parented daemon with an empty environment (and a bounded fork bomb of
+    them): dead right after the check; the candidate, otherwise correct, is caught by it."""
+    source = attack_source(program)
+    before = Storage()
+    try:
+        r = judge(source)
+        daemons = attack_daemons()
+        assert not daemons, f"{len(daemons)} daemon(s) outlived the check"
+        assert r.verdict in ("fail", "error"), r.summary
+        assert r.verdict == "error" or "background_processes" in codes(r), r.summary
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        kill_daemons(attack_daemons())
+
+
+@pytest.mark.slow
+def test_daemon_from_the_build_stage(clean_honest):
+    source = attack_source("atk_daemon", "build")
+    try:
+        judge(source)
+        assert not attack_daemons(), "a daemon started in the build worker outlived the check"
+    finally:
+        kill_daemons(attack_daemons())
+
+
+@pytest.mark.slow
+def test_fill_disk_leaves_nothing(clean_honest):
+    source = attack_source("atk_fill_disk")
+    before = Storage()
+    places = [Path(p) / FILL_NAME for p in ("/tmp", "/dev/shm", "/var/tmp", os.path.expanduser("~"))]
+    try:
+        r = judge(source)
+        left = [str(p) for p in places if p.exists()]
+        assert not left, f"files the candidate wrote outlived the check: {left}"
+        assert r.verdict == "fail", r.summary
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        for p in places:
+            p.unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+def test_output_flood(clean_honest):
+    source = attack_source("atk_flood")
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "error" and r.error_kind == "output_flood", (r.error_kind, r.reasons)
+    assert len(text_of(r)) < 200_000
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.slow
+def test_device_lock_held_by_a_daemon(clean_honest):
+    """Taking the host-wide device lock and keeping it in a daemon: the next check still gets a device."""
+    source = attack_source("atk_device_lock")
+    try:
+        r = judge(source)
+        assert r.verdict in ("fail", "error"), r.summary
+        assert not attack_daemons(), "a daemon holding the device lock outlived the check"
+        assert_contained(r, source, Storage(), clean_honest)
+    finally:
+        kill_daemons(attack_daemons())
+
+
+# ------------------------------------------------------------------ timing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["atk_forge_timer", "atk_forge_timer_zero"])
+def test_forged_room_clock(program, clean_honest):
+    """The room's clock patched (1 ns per read, or frozen) while forward does ~40 relus: either the
+    room is ended (an error with a named kind) or the reported time is the judge's estimate, never
+    the forged one."""
+    source = attack_source(program)
+    before = Storage()
+    r = judge(source, timing=True)
+    if r.verdict == "error":
+        assert r.error_kind, r.reasons
+    else:
+        assert "timing_contradicted" in codes(r), r.integrity.findings
+        assert r.timing.candidate is not None and r.timing.eager is not None
+        assert r.timing.candidate.median_ms > 0.5 * r.timing.eager.median_ms, r.timing
+        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 2.0, r.speedup_vs_eager
+    assert_contained(r, source, before, clean_honest)
+
+
+def test_zero_room_time_is_replaced_by_the_judges_estimate():
+    """The judge's bracket logic fed what a frozen room clock produces: every room time 0 ms while the
+    judge's clock saw ~10 ms calls (the reference's room: 5 ms own time, 0.2 ms door overhead)."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Lane, Timed, _judge_times
+
+    n = 20
+    ref = Lane(room_ms=[5.0] * n, wall_ms=[5.2] * n, after_ms=[1.0] * (n - 1), block_medians=[5.0] * 4)
+    cand = Lane(room_ms=[0.0] * n, wall_ms=[10.2] * n, after_ms=[1.0] * (n - 1), block_medians=[0.0] * 4)
+    res = {"findings": [], "checks_run": []}
+    _judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
+    assert "timing_contradicted" in {f["code"] for f in res["findings"]}
+    assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
+
+
+def test_tiny_forged_room_time_is_replaced_by_the_judges_estimate():
+    """The same with a room clock that advances 1 ns per read (room times ~1e-6 ms): caught."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Lane, Timed, _judge_times
+
+    n = 20
+    ref = Lane(room_ms=[5.0] * n, wall_ms=[5.2] * n, after_ms=[1.0] * (n - 1), block_medians=[5.0] * 4)
+    cand = Lane(room_ms=[1e-6] * n, wall_ms=[10.2] * n, after_ms=[1.0] * (n - 1), block_medians=[1e-6] * 4)
+    res = {"findings": [], "checks_run": []}
+    _judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
+    assert "timing_contradicted" in {f["code"] for f in res["findings"]}
+    assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "HOLE: judge._judge_times contradicts a room time only when the unexplained part of the judge's bracket "
+    "exceeds max(noise, 25% of the estimate) with noise >= 0.05 ms, or when the room claims under a fifth of "
+    "the bracket: a room reporting 21% of the true time of a kernel under ~60 us (patched "
+    "torch.cuda.Event.elapsed_time scaled by 0.21) keeps its forged time, a 4.8x forged speedup"))
+def test_small_forged_time_within_the_margin_is_replaced():
+    """A 10 us kernel (the size of most KernelBench level-1 kernels on an H100) reporting 2.1 us: the
+    judge's clock sees the same door overhead as for the reference's room plus the 10 us."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Lane, Timed, _judge_times
+
+    n = 20
+    ref = Lane(room_ms=[0.010] * n, wall_ms=[0.030] * n, after_ms=[0.05] * (n - 1), block_medians=[0.010] * 4)
+    cand = Lane(room_ms=[0.0021] * n, wall_ms=[0.030] * n, after_ms=[0.05] * (n - 1), block_medians=[0.0021] * 4)
+    res = {"findings": [], "checks_run": []}
+    _judge_times(res, SimpleNamespace(device="cuda"), Timed(reference=ref, candidate=cand))
+    assert res["timing"]["candidate"]["median_ms"] >= 0.005, res["timing"]["candidate"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason=(
+    "HOLE (probabilistic): judge._time_rooms checks the first 2 timed outputs and then each with "
+    "probability 1/8; a candidate that reads `message.timed` from its caller's frame is honest where it "
+    "is sure to be checked and returns uninitialised memory on later timed calls, escaping with "
+    "probability (7/8)^(n-2) for n timed calls (34% at the minimum n=10)"))
+def test_timed_calls_that_skip_work(clean_honest):
+    source = attack_source("atk_timed_garbage")
+    before = Storage()
+    r = judge(source, timing=True)
+    assert r.verdict == "fail" and "timed_output_mismatch" in codes(r), r.summary
+    assert_contained(r, source, before, clean_honest)
+
+
+# ------------------------------------------------------------------ the build as an attack surface
+
+
+@pytest.mark.slow
+def test_build_include_of_a_server_file(secrets_set, clean_honest):
+    """#include of a file of the server's: its text must not come back in the diagnostics."""
+    source = attack_source("atk_build_include", SECRET_PATH=str(secrets_set["file"]))
+    before = Storage()
+    r = judge(source)
+    assert r.verdict == "error", r.summary
+    assert secrets_set["text"] not in text_of(r), "the compiler printed the server's file into the report"
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.slow
+def test_build_flags_run_a_program(tmp_path, clean_honest):
+    """-wrapper in extra_cflags runs a shell in front of cc1: it must not reach the server's files."""
+    mark = Path(get_settings().data_dir).expanduser() / f"wrapper-ran-{uuid.uuid4().hex[:8]}"
+    source = attack_source("atk_build_wrapper", MARK_PATH=str(mark))
+    before = Storage()
+    try:
+        r = judge(source)
+        assert not mark.exists(), "the compiler wrapper wrote into the server's data folder"
+        assert r.verdict in ("fail", "error"), r.summary
+        assert_contained(r, source, before, clean_honest)
+    finally:
+        mark.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------ through the MCP server
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_attack_through_the_server_in_memory():
+    """The harness-patching attack through the MCP tool (in-memory client): fail, and the server
+    answers the next call."""
+    from faultkit import call_until_done
+    from mcp import Client
+
+    from stitch_mcp.server import create_server
+
+    source = attack_source("atk_patch_harness")
+    async with Client(create_server()) as client:
+        out = await call_until_done(client, "compile_and_check", {
+            "reference": str(PROGRAMS / "ref_relu.py"), "candidate": source, "timing": False,
+            "compare_compile": False}, max_wait_s=60, deadline_s=600)
+        assert out["verdict"] == "fail", out
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert "compile_and_check" in tools
+
+
+# ------------------------------------------------------------------ GPU versions
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="HOLE (predicted by test_small_forged_time_within_the_margin_is_replaced): "
+                   "a few-microsecond kernel's event times scaled by 0.21 stay within judge._judge_times' margins")
+def test_gpu_forged_event_times(clean_honest):
+    """CUDA: the room's torch.cuda.Event.elapsed_time patched to report 21% of a few-microsecond kernel's time."""
+    source = (ATTACKS / "gpu_atk_forge_events.py").read_text()
+    before = Storage()
+    r = judge(source, ref="attacks/gpu_ref_small_relu", timing=True)
+    if r.verdict != "error":
+        assert r.timing.candidate is not None and r.timing.eager is not None
+        assert r.timing.candidate.median_ms > 0.3 * r.timing.eager.median_ms, r.timing
+        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 3.0, r.speedup_vs_eager
+    assert_contained(r, source, before, clean_honest)
