@@ -1,8 +1,11 @@
 """Building candidates' extensions: a content-addressed cache around `torch.utils.cpp_extension`.
 
 KernelBench candidates call `load_inline(name, cpp_sources, cuda_sources, functions, ...)` when
-they are imported. Inside a worker, `install_build_cache` replaces `load_inline` and `load` with
-wrappers that
+they are imported. Inside a candidate room (stitch_mcp.room), `BuildCache.install` replaces
+`load_inline` and `load` with wrappers that
+
+- import an extension the room was handed as an open file (`prebuilt`: built earlier for the same
+  candidate source, copied into its cache scope by the trusted side, stitch_mcp.build_room);
 
 - key each extension by a hash of its sources, flags, options, torch/CUDA/Python versions, the
   compiler and the GPU architecture, and import an already-built `.so` straight from the cache
@@ -1064,54 +1067,3 @@ class BuildCache:
             _unlock(fd)
         record["seconds"] = round(time.monotonic() - t0, 3)
         return module
-
-
-# ------------------------------------------------------------------ build stage (worker side)
-
-
-def build_stage(spec: dict[str, Any]) -> dict[str, Any]:
-    """Import the candidate with the build cache installed: this builds (or finds) its extensions."""
-    from stitch_mcp.events import emit, stage
-
-    stage("build_import")
-    t0 = time.monotonic()
-    import torch  # noqa: F401  (imported before the candidate, as the run stage does)
-
-    from stitch_mcp.loader import import_program
-
-    root = Path(spec["build_root"])
-    cache = BuildCache(root, spec["candidate_source"], allow_build=True, emit=emit)
-    cache.install()
-    t_torch = time.monotonic() - t0
-    stage("build")
-    result: dict[str, Any] = {"torch_import_s": round(t_torch, 3)}
-    try:
-        module = import_program(spec["candidate_source"], "candidate", Path.cwd())
-        result["has_model_new"] = hasattr(module, "ModelNew")
-    except NeedsGPU as exc:
-        result["needs_gpu"] = str(exc)
-    except BuildError as exc:
-        result["error"] = {"kind": "compile_error", "message": str(exc)}
-        result["log"] = exc.text
-    except SyntaxError as exc:
-        result["error"] = {"kind": "syntax_error", "message": f"SyntaxError: {exc.msg} (line {exc.lineno})",
-                           "line": exc.lineno}
-    except BaseException as exc:  # the candidate's own import failed
-        import traceback
-
-        tb = traceback.extract_tb(exc.__traceback__)
-        line = next((f.lineno for f in reversed(tb) if f.filename.endswith("candidate.py")), None)
-        from stitch_mcp.crashes import classify_error_text
-
-        found = classify_error_text(f"{type(exc).__name__}: {exc}")
-        result["error"] = {"kind": found[0] if found else "import_error",
-                           "message": f"{type(exc).__name__}: {exc}"[:3000], "line": line,
-                           "traceback": "".join(traceback.format_exception(exc))[-4000:]}
-    result["extensions"] = cache.extensions
-    result["diagnostics"] = cache.diagnostics
-    result["log_tail"] = tail(cache.log)
-    result["seconds"] = round(time.monotonic() - t0, 3)
-    if "error" not in result:
-        write_manifest(root, spec["candidate_source"], {"extensions": cache.extensions,
-                                                        "needs_gpu": result.get("needs_gpu", "")})
-    return result
