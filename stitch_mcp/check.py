@@ -295,6 +295,18 @@ def _trim(text: str) -> str:
 # ------------------------------------------------------------------ filling the report
 
 
+def _valid(model, records) -> list:
+    """The records that are valid `model`s (a room's own account of its build is untrusted data:
+    a malformed one is left out, never an error of ours)."""
+    out = []
+    for record in records if isinstance(records, list) else []:
+        try:
+            out.append(model.model_validate({k: v for k, v in record.items() if k in model.model_fields}))
+        except (AttributeError, ValueError):
+            continue
+    return out
+
+
 def _extension(record: dict) -> ExtensionBuild:
     """A worker's record of one extension (build.BuildCache) as the report's model."""
     return ExtensionBuild(**{k: v for k, v in record.items() if k in ExtensionBuild.model_fields})
@@ -302,8 +314,8 @@ def _extension(record: dict) -> ExtensionBuild:
 
 def _fill_build(report: CheckReport, res, source: str) -> None:
     out = res.result or {}
-    exts = [_extension(e) for e in out.get("extensions", [])]
-    diags = [Diagnostic(**d) for d in out.get("diagnostics", [])]
+    exts = _valid(ExtensionBuild, out.get("extensions", []))
+    diags = _valid(Diagnostic, out.get("diagnostics", []))
     report.build = BuildReport(ok=res.ok and not out.get("error"), seconds=round(res.seconds, 3),
                                cached=bool(exts) and all(e.cached for e in exts), extensions=exts,
                                diagnostics=diags, log_tail=out.get("log_tail", ""))
@@ -315,7 +327,7 @@ def _fill_run(report: CheckReport, out: dict, source: str, spec: dict | None = N
     from stitch_mcp.compare import tolerance_by_dtype, tolerance_label
 
     if out.get("extensions") and not report.build.extensions:
-        report.build.extensions = [_extension(e) for e in out["extensions"]]
+        report.build.extensions = _valid(ExtensionBuild, out["extensions"])
     fields = set(TrialResult.model_fields)
     trials = [TrialResult(**{k: v for k, v in t.items() if k in fields}) for t in out.get("trials", [])]
     report.correctness = CorrectnessReport(ok=bool(trials) and all(t.ok for t in trials), trials=trials,
@@ -371,7 +383,7 @@ def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
     if kind == "compile_error":
         first = next((d for d in report.build.diagnostics if d.severity == "error"), None)
         if first is None and err.get("diagnostics"):
-            report.build.diagnostics = [Diagnostic(**d) for d in err["diagnostics"]]
+            report.build.diagnostics = _valid(Diagnostic, err["diagnostics"])
             first = next((d for d in report.build.diagnostics if d.severity == "error"), None)
         if err.get("log") and not report.build.log_tail:
             report.build.log_tail = err["log"][-4000:]

@@ -28,7 +28,22 @@ from typing import Any
 from pydantic import BaseModel
 
 from stitch_mcp.correctness import StageError
-from stitch_mcp.door import REPLIES, Arg, Call, Called, Door, DoorClosed, Failed, Load, Loaded, Ready
+from stitch_mcp.door import (
+    REPLIES,
+    Arg,
+    Attach,
+    Call,
+    Called,
+    Door,
+    DoorClosed,
+    Done,
+    Failed,
+    Load,
+    Loaded,
+    LoadState,
+    Ping,
+    Ready,
+)
 from stitch_mcp.crashes import classify_error_text
 from stitch_mcp.outcomes import _Capture, describe_signal
 
@@ -47,6 +62,27 @@ class RoomGone(Exception):
     def __init__(self, kind: str, message: str):
         super().__init__(message)
         self.kind, self.message = kind, message
+
+
+# what each command must be answered with (a Failed aside)
+EXPECTED: dict[type, type] = {Load: Loaded, Call: Called, LoadState: Done, Attach: Done, Ping: Done}
+# the failures a candidate's process can report about itself; anything else it claims is its runtime error
+CANDIDATE_KINDS = {"import_error", "syntax_error", "compile_error", "interface", "init_error", "runtime_error",
+                   "needs_gpu", "room_error", "illegal_memory_access", "launch_failure", "device_assert",
+                   "cuda_oom", "host_oom"}
+
+
+def _candidate_failure(reply: Failed) -> StageError:
+    """The room's own account of a failure, as data: known kinds and fields only, sizes bounded."""
+    extra = reply.extra
+    fields = {"line": reply.line, "traceback": reply.traceback[-6000:]}
+    if isinstance(extra.get("log"), str):
+        fields["log"] = extra["log"][-8000:]
+    for key in ("diagnostics", "extensions"):
+        if isinstance(extra.get(key), list):
+            fields[key] = [d for d in extra[key][:50] if isinstance(d, dict)]
+    kind = reply.error_kind if reply.error_kind in CANDIDATE_KINDS else "runtime_error"
+    return StageError(kind, reply.message[:4000], **fields)
 
 
 class RoomReport(BaseModel):
@@ -161,8 +197,10 @@ class RoomClient:
             raise self._gone(str(exc), timed_out=False) from None
         reply = self._receive(deadline_s, None)
         if isinstance(reply, Failed):
-            raise StageError(reply.error_kind, reply.message, line=reply.line, traceback=reply.traceback,
-                             **reply.extra)
+            raise _candidate_failure(reply)
+        if not isinstance(reply, EXPECTED[type(command)]):
+            raise RoomGone("protocol", f"the candidate's process answered {reply.kind!r} to {command.kind!r}: it "
+                                       "wrote to the judge's channel itself")
         return reply
 
     def _receive(self, deadline_s: float, want: type | None) -> Any:
@@ -228,10 +266,7 @@ class RoomClient:
                 os.close(fd)
 
     def call(self, command: Call) -> Called:
-        reply = self.ask(command)
-        if not isinstance(reply, Called):
-            raise RoomGone("protocol", f"the room answered {reply.kind!r} to a call")
-        return reply
+        return self.ask(command)
 
     def echo_ms(self, rounds: int = 20) -> float:
         """The door's own round trip for a call-sized message, through a trusted echo process
