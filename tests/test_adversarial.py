@@ -26,7 +26,6 @@ manifest is imported by the build worker).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import signal
 import sqlite3
@@ -173,6 +172,9 @@ def workers_left() -> list[int]:
                 spare_rooms |= {room.proc.pid, *_descendants(room.proc.pid)}
     except ImportError:
         pass
+    for pid in _descendants(os.getpid()):  # an idle spare worker's own two rooms wait with it
+        if idle_spare_of(pid, {os.getpid()}):
+            spare_rooms |= set(_descendants(pid))
     left = []
     for pid in _descendants(os.getpid()):
         if idle_spare_of(pid, {os.getpid()}) or pid in spare_rooms:
@@ -246,14 +248,8 @@ def text_of(report) -> str:
 # ------------------------------------------------------------------ the result channel and the harness
 
 
-BUG_LOAD_REPLY = ("BUG (racy): the forged door frame can arrive first; judge_room.RoomClient.load returns any reply "
-                  "(a forged `Called`) and judge._load_candidate fails on `loaded.extensions`: error kind "
-                  "`internal`, which blames the service instead of the candidate")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("stage", [pytest.param("room", marks=pytest.mark.xfail(strict=False, reason=BUG_LOAD_REPLY)),
-                                   pytest.param("build", marks=pytest.mark.xfail(strict=False, reason=BUG_LOAD_REPLY))])
+@pytest.mark.parametrize("stage", ["room", "build"])
 def test_forged_result_then_exit(stage, clean_honest):
     """A made-up result line (and door frame) on every pipe/socket it can reach, then os._exit(0)."""
     source = attack_source("atk_fake_result_exit", stage)
@@ -474,11 +470,6 @@ def test_tiny_forged_room_time_is_replaced_by_the_judges_estimate():
     assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "HOLE: judge._judge_times contradicts a room time only when the unexplained part of the judge's bracket "
-    "exceeds max(noise, 25% of the estimate) with noise >= 0.05 ms, or when the room claims under a fifth of "
-    "the bracket: a room reporting 21% of the true time of a kernel under ~60 us (patched "
-    "torch.cuda.Event.elapsed_time scaled by 0.21) keeps its forged time, a 4.8x forged speedup"))
 def test_small_forged_time_within_the_margin_is_replaced():
     """A 10 us kernel (the size of most KernelBench level-1 kernels on an H100) reporting 2.1 us: the
     judge's clock sees the same door overhead as for the reference's room plus the 10 us."""
@@ -495,11 +486,6 @@ def test_small_forged_time_within_the_margin_is_replaced():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "HOLE (probabilistic): judge._time_rooms checks the first 2 timed outputs and then each with "
-    "probability 1/8; a candidate that reads `message.timed` from its caller's frame is honest where it "
-    "is sure to be checked and returns uninitialised memory on later timed calls, escaping with "
-    "probability (7/8)^(n-2) for n timed calls (34% at the minimum n=10)"))
 def test_timed_calls_that_skip_work(clean_honest):
     source = attack_source("atk_timed_garbage")
     before = Storage()
@@ -565,8 +551,6 @@ async def test_attack_through_the_server_in_memory():
 
 @pytest.mark.gpu
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="HOLE (predicted by test_small_forged_time_within_the_margin_is_replaced): "
-                   "a few-microsecond kernel's event times scaled by 0.21 stay within judge._judge_times' margins")
 def test_gpu_forged_event_times(clean_honest):
     """CUDA: the room's torch.cuda.Event.elapsed_time patched to report 21% of a few-microsecond kernel's time."""
     source = (ATTACKS / "gpu_atk_forge_events.py").read_text()
