@@ -240,7 +240,8 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
                          on_event=on_event, register_kill=progress.on_cancel, env={**env, **pin_env(gpu)})
         progress.check()
-        report.output = _trim(res.output)
+        room_output = ((res.result or {}).get("room") or {}).get("output")
+        report.output = _trim(room_output if room_output is not None else res.output)  # what the candidate printed
         report.stage_seconds["run"] = round(res.seconds, 3)
         out = res.result or {}
         for k, v in (out.get("stage_seconds") or {}).items():

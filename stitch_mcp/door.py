@@ -89,6 +89,7 @@ class Load(BaseModel):
     build_model: bool = Field(True, description="build the model too (False: import only, which builds "
                                               "the candidate's extensions)")
     init_args: list[Any] = Field(default_factory=list)
+    n_inputs: int | None = Field(None, description="how many inputs forward will get (for a clear interface error)")
     device: str = "cpu"
     visible_devices: str | None = Field(None, description="CUDA_VISIBLE_DEVICES to set before CUDA starts")
     prebuilt: dict[str, int] = Field(default_factory=dict, description="extension key -> index of the .so's "

@@ -218,7 +218,7 @@ def _reference(ref_model, inputs: list[Any]):
 
 def _load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> None:
     init_args = _plain_values(p.init_args)
-    loaded = room.load(spec, p.device, init_args)
+    loaded = room.load(spec, p.device, init_args, n_inputs=len(p.inputs))
     publish_build(room.workdir / "build", Path(spec["build_root"]))  # what it built on first use
     res["extensions"] = loaded.extensions
     res["stage_seconds"]["room_load"] = loaded.build_s
@@ -232,6 +232,9 @@ def _load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room
         _share_state(p, room)
     # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
     # a load_inline in forward) happens now; its outputs are not looked at
+    from stitch_mcp.events import stage
+
+    stage("first_call")
     _attach(p, room)
     room.call(Call(args=_put_inputs(p, p.first_inputs), outputs=[]))
 

@@ -178,7 +178,7 @@ class RoomClient:
     def describe(self) -> dict[str, Any]:
         iso = self.command.isolation
         return RoomReport(isolation=iso.level, mechanisms=list(iso.mechanisms), warnings=list(iso.warnings),
-                          returncode=self.proc.returncode, output=self.capture.text()[-4000:]).model_dump()
+                          returncode=self.proc.returncode, output=self.capture.text()).model_dump()
 
     def _flooded(self) -> None:
         self.flooded = True
@@ -231,6 +231,8 @@ class RoomClient:
             return RoomGone("timeout", "timed out waiting for the candidate (a hung kernel, an infinite loop, a "
                                        "deadlock or a very slow lazy build)")
         found = classify_error_text(output)
+        if code is not None and code > 128 and code - 128 < 65:  # the sandbox passes on 128 + signal
+            code = -(code - 128)
         if code is not None and code < 0:
             kind, message = describe_signal(-code)
             if found and kind in ("abort", "killed"):
@@ -238,14 +240,14 @@ class RoomClient:
             return RoomGone(kind, message.replace("the worker", "the candidate's process"))
         if found:
             return RoomGone(*found)
-        return RoomGone("os_exit", f"the candidate's process ended (status {code}) without answering ({why}): "
-                                   "os._exit or sys.exit called by the candidate, or a fatal error")
+        return RoomGone("os_exit", f"the candidate's process exited (status {code}) without reporting a result "
+                                   f"({why}): os._exit or sys.exit called by the candidate, or a fatal error")
 
-    def load(self, spec: dict[str, Any], device: str, init_args: list[Any]) -> Loaded:
+    def load(self, spec: dict[str, Any], device: str, init_args: list[Any], n_inputs: int | None = None) -> Loaded:
         prebuilt, fds = _prebuilt(Path(self.build_root))
         try:
             loaded = self.ask(Load(program="program.py", model_class=self.model_class, init_args=init_args,
-                                   device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                   n_inputs=n_inputs, device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                                    prebuilt=prebuilt), fds, deadline_s=max(self.deadline - time.monotonic(), 1.0))
         finally:
             for fd in fds:

@@ -95,6 +95,7 @@ class _Room:
                                          message=f"the candidate defines no class {message.model_class}"))
         if not message.build_model:
             return Loaded(import_s=round(t_import, 3), build_s=round(t_import, 3), extensions=cache.extensions)
+        _check_interface(cls, message)
         from stitch_mcp.loader import build_model
 
         with torch.no_grad():
@@ -176,6 +177,28 @@ def _guarded(what: str, fn):
     except BaseException as exc:
         kind = {"import": "import_error", "init": "init_error", "call": "runtime_error"}[what]
         raise _CandidateError(_failure(kind, exc)) from None
+
+
+def _check_interface(cls, message: Load) -> None:
+    """The constructor and forward take what the reference's get_init_inputs() and get_inputs() give
+    (a clear error here beats a TypeError from inside the first call)."""
+    import inspect
+
+    checks = [(cls, list(message.init_args), "constructor", "get_init_inputs()", len(message.init_args))]
+    forward = getattr(cls, "forward", None)
+    if forward is None:
+        raise _CandidateError(Failed(error_kind="interface", message=f"{message.model_class} has no forward method"))
+    if message.n_inputs is not None:
+        checks.append((forward, [None] * (message.n_inputs + 1), "forward", "get_inputs()", message.n_inputs))
+    for fn, args, what, source, n in checks:
+        try:
+            inspect.signature(fn).bind(*args)
+        except TypeError as exc:
+            raise _CandidateError(Failed(error_kind="interface", message=(
+                f"{message.model_class}'s {what} does not accept the reference's {source} ({n} argument(s)): "
+                f"{exc}"))) from None
+        except ValueError:  # no signature to read (a builtin): the call itself will tell
+            pass
 
 
 def _import(source: str):
