@@ -62,27 +62,22 @@ def test_already_built_candidate_is_fast(honest):
     assert warm_s < 10
 
 
-def test_changed_kernel_reuses_the_binding_object(honest):
-    """Same binding source, new kernel: only the kernel's object (cuda.cuda.o) is compiled, in the
-    build directory whose binding object (main.o) the first candidate left, which stays untouched."""
+def test_changed_kernel_builds_in_a_cache_scope_of_its_own(honest):
+    """A changed candidate builds in its own room and its objects land in its own source's cache
+    scope: nothing the first candidate's build left (which ran that candidate's code) is reused."""
+    from stitch_mcp.check import candidate_scope
+
     _, cold_s = honest
-    work = get_settings().build_dir / "work"
-
-    def objects() -> dict[Path, int]:
-        return {p: p.stat().st_mtime_ns for p in work.glob("*/*.o")}
-
-    before = objects()
+    first = candidate_scope(get_settings().build_dir, (PROGRAMS / "gpu_cand_relu.py").read_text())
+    before = {p: p.stat().st_mtime_ns for p in first.rglob("*.so")}
     t0 = time.monotonic()
     r = check("gpu_cand_relu_v2", timing=True)
     changed_s = time.monotonic() - t0
     assert r.verdict == "pass", r.summary
     assert not r.build.cached
-    after = objects()
-    compiled = sorted(p for p in after if after[p] != before.get(p))
-    assert compiled and all(p.name == "cuda.cuda.o" for p in compiled), compiled
-    for kernel in compiled:
-        binding = kernel.parent / "main.o"
-        assert binding in before and after.get(binding) == before[binding], f"{binding} was rebuilt"
+    own = candidate_scope(get_settings().build_dir, (PROGRAMS / "gpu_cand_relu_v2.py").read_text())
+    assert own != first and list(own.rglob("*.so"))
+    assert {p: p.stat().st_mtime_ns for p in first.rglob("*.so")} == before
     print(f"\nchanged-kernel check {changed_s:.1f} s (cold {cold_s:.1f} s): build {r.stage_seconds.get('build')} s")
 
 
