@@ -551,6 +551,11 @@ async def test_attack_through_the_server_in_memory():
 
 @pytest.mark.gpu
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "HOLE (measured on an H100, 2026-11-23): a 4.2 us kernel whose room reports 0.88 us keeps that time. The "
+    "judge's per-call bracket (judge._judge_times) resolves a median shift of about twice the door's jitter "
+    "over sqrt(calls), several microseconds here; kernels of a few microseconds need a bracket over a batch of "
+    "back-to-back calls on fresh inputs"))
 def test_gpu_forged_event_times(clean_honest):
     """CUDA: the room's torch.cuda.Event.elapsed_time patched to report 21% of a few-microsecond kernel's time."""
     source = (ATTACKS / "gpu_atk_forge_events.py").read_text()
