@@ -142,13 +142,8 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                       timing: bool = True, compare_compile: bool | None = None,
                       parent_candidate_id: str | None = None, session: str | None = None,
                       progress: Progress | None = None, tolerance: str | None = None) -> CheckReport:
-    from stitch_mcp.build import cached_manifest
-    from stitch_mcp.build_room import build_in_room
-    from stitch_mcp.ceilings import reference_flops
-    from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.sources import resolve_candidate, resolve_task
     from stitch_mcp.store import get_workspace
-    from stitch_mcp.worker import run_worker
 
     t_start = time.monotonic()
     settings = get_settings()
@@ -163,10 +158,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
     report.correctness.tolerance = tolerance + "".join(f"+{k}" for k, v in (("atol", atol), ("rtol", rtol)) if v)
     progress = progress or Progress()
     progress.update(0, 3, "checking the candidate")
-    build_root = Path(settings.build_dir).expanduser()
-    build_root.mkdir(parents=True, exist_ok=True)
-    cuda_possible = _cuda_possible()
-    env: dict[str, str] = {}  # the judge builds nothing: each room has its own extensions folder
+    Path(settings.build_dir).expanduser().mkdir(parents=True, exist_ok=True)
     if settings.executor == "ray":
         return _check_on_ray(report, task, cand, ws, t_start, progress, session, trials=trials, atol=atol,
                              rtol=rtol, timing=timing, compare_compile=compare_compile, tolerance=tolerance)
@@ -184,87 +176,116 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                                                        source_line=_line(cand.source, line))]
             return _finish(report, ws, t_start, session)
 
-        # ------------------------------------------------------------ build
-        manifest = cached_manifest(candidate_scope(build_root, cand.source), cand.source)
-        if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
-            manifest = {"extensions": []}  # nothing to build: straight to the run stage
-        early_baselines = None
-        if manifest is None and timing and compare_compile and cuda_possible \
-                and not _cached_baselines(ws, task.task_id, settings.timing_iters):  # torch.compile's, cached
-            early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, env, progress)
-        if manifest is not None:
-            report.build = BuildReport(ok=True, cached=True, extensions=[
-                _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])])
-            report.stage_seconds["build"] = 0.0
-            needs_gpu = manifest.get("needs_gpu") or ""
-            progress.update(1, 3, "build cached")
-        else:
-            progress.update(0, 3, "building (in the candidate's sandbox)")
-            res = build_in_room(cand.source, candidate_scope(build_root, cand.source), settings, gpu=cuda_possible,
-                                register_kill=progress.on_cancel, progress=progress)
-            progress.check()
-            report.stage_seconds["build"] = round(res.seconds, 3)
-            _fill_build(report, res, cand.source)
-            if not res.ok or (res.result or {}).get("error"):
-                _error_from(report, res, stage="build", source=cand.source)
-                report.output = _trim(res.output)
-                return _finish(report, ws, t_start, session)
-            needs_gpu = (res.result or {}).get("needs_gpu", "")
-            progress.update(1, 3, "built")
+        needs_gpu, early_baselines = _build_step(report, task, cand, ws, settings, progress, timing=timing,
+                                                 compare_compile=compare_compile)
+        if report.verdict == "error":
+            return _finish(report, ws, t_start, session)
         if needs_gpu:
             report.verdict, report.error_kind = "error", "needs_gpu"
             report.reasons = [f"needs a GPU to run: {needs_gpu}. Run the check on a machine "
                               "with a CUDA device (correctness and timing were not measured)"]
             return _finish(report, ws, t_start, session)
-
-        # ------------------------------------------------------------ run
-        if early_baselines is not None:
-            progress.update(1, 3, "waiting for the reference's baselines")
-            early_baselines.join()
-        baselines = _cached_baselines(ws, task.task_id, settings.timing_iters)
-        spec = run_spec(task.source, cand.source, build_root, settings, trials=trials, timing=timing,
-                        compare_compile=compare_compile, atol=atol, rtol=rtol, baselines=baselines,
-                        limits=_limits(settings.run_timeout_s, cuda_possible), tolerance=tolerance)
-        # the roofline floor counts the reference's FLOPs where profile_reference measured them
-        spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference",
-                                                                              task_id=task.task_id))
-        progress.update(1, 3, "running correctness, integrity and timing")
-
-        def on_event(ev: dict) -> None:
-            if ev.get("event") == "stage":
-                extra = f" trial {ev['trial']}" if "trial" in ev else (f" {ev['what']}" if "what" in ev else "")
-                progress.update(1, 3, f"{ev.get('name')}{extra}")
-
-        gpu = choose_device()
-        spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
-        res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
-                         on_event=on_event, register_kill=progress.on_cancel, env={**env, **pin_env(gpu)})
-        progress.check()
-        room_output = ((res.result or {}).get("room") or {}).get("output")
-        report.output = _trim(room_output if room_output is not None else res.output)  # what the candidate printed
-        report.stage_seconds["run"] = round(res.seconds, 3)
-        out = res.result or {}
-        for k, v in (out.get("stage_seconds") or {}).items():
-            report.stage_seconds[k] = v
-        report.device = out.get("device", "")
-        _fill_run(report, out, cand.source, spec)
-        lease = out.get("lease") or {}
-        report.timing.lease, report.timing.lease_wait_s = lease.get("label", ""), lease.get("waited_s", 0.0)
-        report.timing.window = lease.get("window")
-        if lease.get("note"):
-            report.notes.append(lease["note"])
-        if out.get("needs_gpu"):
-            report.verdict, report.error_kind = "error", "needs_gpu"
-            report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]
-        elif not res.ok or out.get("error"):
-            _error_from(report, res, stage="run", source=cand.source)
-        else:
-            _store_baselines(ws, task.task_id, out, settings.timing_iters)
-            _verdict(report)
+        _run_step(report, task, cand, ws, settings, progress, workroot, early_baselines, trials=trials,
+                  timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol, tolerance=tolerance)
         progress.update(3, 3, "done")
         return _finish(report, ws, t_start, session)
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
+
+
+def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progress, *, timing: bool,
+                compare_compile: bool) -> tuple[str, threading.Thread | None]:
+    """The build (in a sandboxed room) unless the candidate source's cache scope has it: returns
+    (why it needs a GPU, or "") and the thread timing torch.compile's baseline meanwhile, if any.
+    A failed build leaves report.verdict "error"."""
+    from stitch_mcp.build import cached_manifest
+    from stitch_mcp.build_room import build_in_room
+
+    scope = candidate_scope(Path(settings.build_dir).expanduser(), cand.source)
+    manifest = cached_manifest(scope, cand.source)
+    if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
+        manifest = {"extensions": []}  # nothing to build: straight to the run stage
+    early_baselines = None
+    if manifest is None and timing and compare_compile and _cuda_possible() \
+            and not _cached_baselines(ws, task.task_id, settings.timing_iters):  # torch.compile's, cached
+        early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, {}, progress)
+    if manifest is not None:
+        report.build = BuildReport(ok=True, cached=True, extensions=[
+            _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])])
+        report.stage_seconds["build"] = 0.0
+        progress.update(1, 3, "build cached")
+        return manifest.get("needs_gpu") or "", early_baselines
+    progress.update(0, 3, "building (in the candidate's sandbox)")
+    res = build_in_room(cand.source, scope, settings, gpu=_cuda_possible(), register_kill=progress.on_cancel,
+                        progress=progress)
+    progress.check()
+    report.stage_seconds["build"] = round(res.seconds, 3)
+    _fill_build(report, res, cand.source)
+    if not res.ok or (res.result or {}).get("error"):
+        _error_from(report, res, stage="build", source=cand.source)
+        report.output = _trim(res.output)
+        return "", early_baselines
+    progress.update(1, 3, "built")
+    return (res.result or {}).get("needs_gpu", ""), early_baselines
+
+
+def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress, workroot: Path,
+              early_baselines: threading.Thread | None, *, trials: int, timing: bool, compare_compile: bool,
+              atol: float | None, rtol: float | None, tolerance: str) -> None:
+    """The run stage: the judge (a trusted worker) with the candidate's rooms, on a GPU chosen now
+    and leased by the judge for its trials and timing."""
+    from stitch_mcp.ceilings import reference_flops
+    from stitch_mcp.devices import choose_device, pin_env
+    from stitch_mcp.worker import run_worker
+
+    if early_baselines is not None:
+        progress.update(1, 3, "waiting for the reference's baselines")
+        early_baselines.join()
+    spec = run_spec(task.source, cand.source, Path(settings.build_dir).expanduser(), settings, trials=trials,
+                    timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol,
+                    baselines=_cached_baselines(ws, task.task_id, settings.timing_iters),
+                    limits=_limits(settings.run_timeout_s, _cuda_possible()), tolerance=tolerance)
+    # the roofline floor counts the reference's FLOPs where profile_reference measured them
+    spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference", task_id=task.task_id))
+    progress.update(1, 3, "running correctness, integrity and timing")
+
+    def on_event(ev: dict) -> None:
+        if ev.get("event") == "stage":
+            extra = f" trial {ev['trial']}" if "trial" in ev else (f" {ev['what']}" if "what" in ev else "")
+            progress.update(1, 3, f"{ev.get('name')}{extra}")
+
+    gpu = choose_device()
+    spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
+    res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
+                     on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
+    progress.check()
+    _read_run(report, res, spec, cand.source)
+    out = res.result or {}
+    if out.get("needs_gpu"):
+        report.verdict, report.error_kind = "error", "needs_gpu"
+        report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]
+    elif not res.ok or out.get("error"):
+        _error_from(report, res, stage="run", source=cand.source)
+    else:
+        _store_baselines(ws, task.task_id, out, settings.timing_iters)
+        _verdict(report)
+
+
+def _read_run(report: CheckReport, res, spec: dict[str, Any], source: str) -> None:
+    """What the judge sent back, into the report (the verdict aside)."""
+    out = res.result or {}
+    room_output = (out.get("room") or {}).get("output")
+    report.output = _trim(room_output if room_output is not None else res.output)  # what the candidate printed
+    report.stage_seconds["run"] = round(res.seconds, 3)
+    for k, v in (out.get("stage_seconds") or {}).items():
+        report.stage_seconds[k] = v
+    report.device = out.get("device", "")
+    _fill_run(report, out, source, spec)
+    lease = out.get("lease") or {}
+    report.timing.lease, report.timing.lease_wait_s = lease.get("label", ""), lease.get("waited_s", 0.0)
+    report.timing.window = lease.get("window")
+    if lease.get("note"):
+        report.notes.append(lease["note"])
 
 
 def _tolerance_preset(name: str) -> str:
