@@ -27,6 +27,7 @@ from stitch_mcp.config import get_settings
 from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Progress
 from stitch_mcp.models import (
+    BatchTiming,
     BuildReport,
     CheckReport,
     CorrectnessReport,
@@ -379,7 +380,8 @@ def _fill_run(report: CheckReport, out: dict, source: str, spec: dict | None = N
                           floor_bound=t.get("floor_bound"), floor_note=t.get("floor_note", ""),
                           eager_block_spread=t.get("eager_block_spread"),
                           candidate_block_spread=t.get("candidate_block_spread"),
-                          floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")))
+                          floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")),
+                          batch=BatchTiming(**t["batch"]) if t.get("batch") else None)
         if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
             tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
         report.timing = tr

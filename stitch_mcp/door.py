@@ -117,6 +117,24 @@ class Call(BaseModel):
     poison: bool = False
 
 
+class Batch(BaseModel):
+    """Get `calls` ready (their buffers resolved) for the next `Run`; nothing runs yet.
+    `forward=False`: the run skips forward and copies the last call's outputs again (the judge's
+    measure of what everything but forward costs)."""
+
+    kind: Literal["batch"] = "batch"
+    calls: list[Call]
+    forward: bool = True
+
+
+class Run(BaseModel):
+    """Run the batch made ready: the calls back to back with nothing between them but copying each
+    call's outputs, and one synchronize at the end. The judge brackets the whole run with its own
+    clock, so the door's jitter is spread over many calls."""
+
+    kind: Literal["run"] = "run"
+
+
 class Ping(BaseModel):
     kind: Literal["ping"] = "ping"
 
@@ -125,7 +143,7 @@ class Bye(BaseModel):
     kind: Literal["bye"] = "bye"
 
 
-Command = Annotated[Union[Attach, Load, LoadState, Call, Ping, Bye], Field(discriminator="kind")]
+Command = Annotated[Union[Attach, Load, LoadState, Call, Batch, Run, Ping, Bye], Field(discriminator="kind")]
 
 
 # ------------------------------------------------------------------ room -> judge

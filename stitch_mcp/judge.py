@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import secrets
 import statistics
 import time
@@ -42,7 +43,7 @@ from stitch_mcp.correctness import (
     perturb_weights,
 )
 from stitch_mcp.build_room import publish_build
-from stitch_mcp.door import Arg, Attach, Call, LoadState
+from stitch_mcp.door import Arg, Attach, Batch, Call, LoadState, Run
 from stitch_mcp.judge_room import RoomClient, RoomGone
 from stitch_mcp.shared_tensors import Arena
 from stitch_mcp.timing import L2_FLUSH_BYTES
@@ -127,15 +128,42 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     reference.load(spec, p.device, _plain_values(p.init_args))
     if p.state:
         _share_state(p, reference)
-    timed = _time_rooms(spec, p, rooms)
+    with _one_core(p, rooms, res):
+        timed = _time_rooms(spec, p, rooms)
+        batches = None
+        if _door_allowance(timed) > 0.1 * statistics.median(timed.candidate.room_ms):  # too short for one call's bracket
+            stage("timing", what="batches of back-to-back calls")
+            batches = _batch_bracket(p, rooms, timed)
     res["findings"] += room.process_findings()
     room.close()  # from here on nothing of the candidate runs
     alone = _time_alone(p, reference, len(timed.reference.room_ms) // 2)
     reference.close()
-    _judge_times(res, p, timed)
+    _judge_times(res, p, timed, batches)
     _check_timed_outputs(res, p, timed)
     _physical_floor(res, p, timed, spec)
     _baselines(spec, res, p, stage, alone)
+
+
+@contextlib.contextmanager
+def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
+    """On a GPU, the judge and both rooms share one CPU core while they are timed (they take turns,
+    never run at once): a call's host work (launches, the door) then runs equally fast in either
+    room. On an H100 host two rooms' host work differed by up to 35% for a whole check, from the
+    cores they had. Where the host does not let us pin the rooms, a note says so."""
+    if p.device != "cuda" or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    import psutil
+
+    own = os.sched_getaffinity(0)
+    core = {psutil.Process().cpu_num()}
+    os.sched_setaffinity(0, core)
+    try:
+        if not all(room.pin(core) for room in rooms.values()):
+            res["notes"].append("timing: the rooms could not be pinned to the judge's CPU core on this host")
+        yield
+    finally:
+        os.sched_setaffinity(0, own)
 
 
 @contextlib.contextmanager
@@ -369,10 +397,11 @@ def _distribution(p: Prepared, inputs: list[Any], dist: str, seed: int) -> tuple
         return inputs, "task", f"the reference rejects {dist} inputs; used the task's inputs"
 
 
-def _put_inputs(p: Prepared, inputs: list[Any]) -> list[Arg]:
-    """Copy the inputs into the room's shared buffers; the judge keeps `inputs` as they are."""
+def _put_inputs(p: Prepared, inputs: list[Any], slots: list[Any] | None = None) -> list[Arg]:
+    """Copy the inputs into the room's shared buffers (`slots`, by default the trials' own); the
+    judge keeps `inputs` as they are."""
     args = []
-    for value, slot in zip(integ.flatten(inputs), p.inputs):
+    for value, slot in zip(integ.flatten(inputs), p.inputs if slots is None else slots):
         if slot is None or not isinstance(value, p.torch.Tensor):
             args.append(Arg(value=value if isinstance(value, (bool, int, float, str)) or value is None else None))
         else:
@@ -487,6 +516,7 @@ class Timed:
     reference: Lane
     candidate: Lane
     checked: dict[int, Any] = field(default_factory=dict)  # seed -> [(places, values)] kept of each output
+    must_check: list[int] = field(default_factory=list)  # seeds whose samples are always compared
     out_bytes: int = 0
     in_bytes: int = 0
 
@@ -566,15 +596,130 @@ def _gap(p: Prepared, flush, seed: int) -> tuple[list[Arg], float]:
     return args, (time.perf_counter() - h0) * 1e3
 
 
+# The door's round trip is not the same for every room: on an H100 host (2026-11-24) it was
+# 0.36-0.87 ms, and one room's differed from the other's by up to 30% for a whole check (which
+# cores the two processes landed on). The per-call bracket allows for half of it.
+DOOR_SPREAD = 0.5
+
+# Calls shorter than that allowance are also timed in batches of back-to-back calls, each on
+# inputs of its own and into output buffers of its own. A batch's time on the judge's clock, W(n),
+# is one round trip plus n calls; the difference of two batch sizes cancels the round trip (the
+# lowest W of several rounds for each size: interruptions only ever add). A batch of copies alone,
+# in the reference's room, measures what the room adds around forward. A room cannot do a batch's
+# calls faster than their real work (their outputs are sampled and checked), so the speedup over
+# the reference in batches is one the judge has measured itself. Back-to-back calls do not hide
+# the host work a call does after its last launch as single calls do, so the two speedups differ
+# honestly; by more than BATCH_SLACK, the room's times are not believed.
+BATCH_MS = 2.0  # the work of one batch: long beside the door's jitter
+BATCH_CALLS = (16, 256)
+BATCH_BYTES = 512 << 20  # inputs and outputs of one batch's calls, in shared buffers
+BATCH_ROUNDS = 5
+BATCH_SLACK = 1.5
+
+
+@dataclass
+class Batches:
+    """Per-call times on the judge's clock from batches of back-to-back calls."""
+
+    calls: int
+    candidate_ms: float
+    reference_ms: float
+    copy_ms: float
+
+
+def _door_allowance(t: Timed) -> float:
+    """How far the per-call bracket may honestly be off: twice the spread of the door's overhead
+    over sqrt(calls) (chance), or DOOR_SPREAD of the overhead itself (one room against another)."""
+    overs = [w - r for w, r in zip(t.reference.wall_ms, t.reference.room_ms)]
+    chance = 2 * _iqr(overs) / math.sqrt(min(len(overs), len(t.candidate.wall_ms)))
+    return max(0.005, chance, DOOR_SPREAD * statistics.median(overs))
+
+
+def _batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches | None:
+    """Both rooms timed in batches of k and k/4 calls, interleaved, on fresh inputs; two calls of
+    each candidate batch, drawn after it, are always checked. None when a batch would not fit."""
+    b_room = statistics.median(t.candidate.room_ms)
+    k = int(min(max(BATCH_MS / max(b_room, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
+                BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
+    if k < BATCH_CALLS[0] // 2:
+        return None
+    ins = p.arena.layout([s[1] if s else None for s in p.inputs] * k)
+    outs = p.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k)
+    for room in rooms.values():
+        _attach(p, room)
+    flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
+    walls: dict[tuple[str, int], list[float]] = {}
+    for _ in range(BATCH_ROUNDS):
+        for n in (k // 4, k):
+            calls, _ = _batch_calls(p, ins, outs, n)
+            walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
+            walls.setdefault(("copy", n), []).append(
+                _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
+            calls, seeds = _batch_calls(p, ins, outs, n)
+            walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
+            for j in [secrets.randbelow(n) for _ in range(2)]:
+                n_out = len(outs) // k
+                _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
+                t.must_check.append(seeds[j])
+    per_call = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4)
+                for lane in ("candidate", "reference", "copy")}
+    return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
+                   copy_ms=per_call["copy"])
+
+
+def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
+    """n calls, each with fresh inputs (a seed drawn now) in its own slice of the batch buffers."""
+    from stitch_mcp.loader import make_inputs
+
+    n_in, n_out = len(p.inputs), len(p.templates)
+    calls, seeds = [], []
+    for j in range(n):
+        seeds.append(secrets.randbelow(2 ** 31 - 1))
+        args = _put_inputs(p, make_inputs(p.ref_mod, p.device, seeds[-1]), ins[j * n_in:(j + 1) * n_in])
+        calls.append(Call(args=args, outputs=[s[0] if s else None for s in outs[j * n_out:(j + 1) * n_out]]))
+    return calls, seeds
+
+
+def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush) -> float:
+    """The judge's time of one batch: from asking for the run to its answer."""
+    room.ask(batch)
+    if flush is not None:
+        flush.zero_()
+    _sync(p)
+    h0 = time.perf_counter()
+    room.ask(Run())
+    return (time.perf_counter() - h0) * 1e3
+
+
+def _batch_bound(t: Timed, bb: Batches | None) -> tuple[float, dict[str, Any]]:
+    """The candidate's per-call time the batches imply, where they contradict its room times
+    (else 0.0), and what they measured."""
+    if bb is None:
+        return 0.0, {}
+    info: dict[str, Any] = {"calls": bb.calls, "candidate_ms": bb.candidate_ms, "reference_ms": bb.reference_ms,
+                            "copy_ms": bb.copy_ms}
+    a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
+    a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
+    if a_fwd < 0.1 * bb.reference_ms or b_room <= 0:  # forward lost in the room's own overhead: says nothing
+        info["note"] = "not used: forward is too short beside the room's own work per call on this host"
+        return 0.0, info
+    verified = a_fwd / max(b_fwd, 1e-9)  # the speedup over the reference, on the judge's clock
+    info["speedup"] = round(verified, 4)
+    if a_room / b_room > BATCH_SLACK * verified:
+        return a_room / verified, info
+    return 0.0, info
+
+
 SAMPLED = 4096  # elements of each output kept from every timed call, at places drawn after the call
 
 
-def _sample_outputs(p: Prepared, t: Timed, seed: int) -> None:
-    """Keep SAMPLED elements of each output of this timed call, at random places chosen now (after
-    the room answered): every timed call can be checked, for the price of a gather."""
+def _sample_outputs(p: Prepared, t: Timed, seed: int, slots: list[Any] | None = None) -> None:
+    """Keep SAMPLED elements of each output of this timed call (in `slots`, by default the trials'
+    own buffers), at random places chosen now (after the room answered): every timed call can be
+    checked, for the price of a gather."""
     torch = p.torch
     kept = []
-    for slot in p.outputs:
+    for slot in p.outputs if slots is None else slots:
         if slot is None or not slot[1].numel():
             kept.append(None)
             continue
@@ -616,23 +761,26 @@ def _stats(times: list[float]) -> dict[str, float]:
             "cv": statistics.pstdev(s) / mean if mean > 0 and len(s) > 1 else 0.0}
 
 
-def _judge_times(res: dict[str, Any], p: Prepared, t: Timed) -> None:
+def _judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | None = None) -> None:
     """The candidate room's times stand only where the judge's clock agrees. The reference's room
     is the same kind of process doing the same kind of call at the same moments, so its wall time
     minus its own time is the door's honest overhead, and the judge's work after its calls is what
     that work costs when nothing is left running. Where the candidate's wall time minus that
     overhead (plus any slowdown of the judge's own work after its calls) exceeds its own times by
-    more than the overhead's own jitter, the judge's estimate replaces them and a finding says so."""
+    more than the overhead's own jitter, the judge's estimate replaces them and a finding says so.
+    For calls too short for that, `batches` (see BATCH_MS) bound the time from below."""
     a, b = t.reference, t.candidate
     b_room = statistics.median(b.room_ms)
-    a_overs = [w - r for w, r in zip(a.wall_ms, a.room_ms)]
-    a_over = statistics.median(a_overs)
-    # how far a median of the door's overhead can move by chance: twice its spread over sqrt(calls)
-    noise = max(0.005, 2 * _iqr(a_overs) / math.sqrt(min(len(a_overs), len(b.wall_ms))))
+    a_over = statistics.median([w - r for w, r in zip(a.wall_ms, a.room_ms)])
+    noise = _door_allowance(t)
     bracket = statistics.median([w - a_over for w in b.wall_ms])
     a_after, b_after = statistics.median(a.after_ms or [0.0]), statistics.median(b.after_ms or [0.0])
     deferred = max(0.0, b_after - a_after - max(0.05, 0.25 * a_after))
     estimate = max(b_room, bracket) + deferred
+    if estimate - b_room <= max(noise, 0.1 * estimate):  # within the door's jitter
+        estimate = b_room
+    batch_low, batch_info = _batch_bound(t, batches)
+    estimate = max(estimate, batch_low)
     cand = _stats(b.room_ms)
     cand["host_median_ms"] = statistics.median(b.wall_ms)
     res["timing"] = {"method": ("CUDA events in each program's room, checked against the judge's clock; eager "
@@ -645,12 +793,20 @@ def _judge_times(res: dict[str, Any], p: Prepared, t: Timed) -> None:
                      "candidate_block_spread": _block_spread(b.block_medians),
                      "bracket": {"candidate_ms": bracket, "door_overhead_ms": a_over, "noise_ms": noise,
                                  "after_ms": b_after, "reference_after_ms": a_after}}
+    if batch_info:
+        res["timing"]["batch"] = batch_info
+        res["timing"]["method"] += (f"; calls this short also timed in batches of {batches.calls} back-to-back "
+                                    "calls on the judge's clock")
     res["checks_run"].append("timing_bracket")
-    if estimate - b_room > max(noise, 0.1 * estimate):  # more than the door's jitter explains
+    if estimate > b_room:
         scale = estimate / b_room if b_room > 0 else 1.0
         cand.update({k: cand[k] * scale for k in ("median_ms", "iqr_ms", "min_ms")} if b_room > 0 else
                     {"median_ms": estimate, "min_ms": estimate})
-        why = (f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
+        why = (f"in batches of {batches.calls} back-to-back calls on the judge's clock it is "
+               f"{batch_info['speedup']:.2f}x the reference, not the {statistics.median(a.room_ms) / b_room:.2f}x its "
+               "room's times say (host work after its last launch also shows there)"
+               if batches and estimate == batch_low else
+               f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
                "went on after the room answered" if deferred else
                f"each call took {statistics.median(b.wall_ms):.4f} ms on the judge's clock, of which the door "
                f"itself takes {a_over:.4f} ms")
@@ -670,11 +826,11 @@ CHECKED_CALLS = 16  # timed calls whose samples are compared with the reference,
 
 def _check_timed_outputs(res: dict[str, Any], p: Prepared, t: Timed) -> None:
     """Compare the samples of up to CHECKED_CALLS timed calls, chosen at random once timing is over,
-    with the reference run on the same inputs."""
+    and of the calls drawn from each batch, with the reference run on the same inputs."""
     from stitch_mcp.loader import make_inputs
 
-    seeds = list(t.checked)
-    chosen = [seeds.pop(secrets.randbelow(len(seeds))) for _ in range(min(CHECKED_CALLS, len(seeds)))]
+    seeds = [s for s in t.checked if s not in t.must_check]
+    chosen = t.must_check + [seeds.pop(secrets.randbelow(len(seeds))) for _ in range(min(CHECKED_CALLS, len(seeds)))]
     bad = []
     for seed in chosen:
         inputs = make_inputs(p.ref_mod, p.device, seed)

@@ -148,6 +148,18 @@ class TimingStats(BaseModel):
     calls: int = 0
 
 
+class BatchTiming(BaseModel):
+    """Calls too short for the judge's per-call bracket, also timed in batches of back-to-back
+    calls on the judge's clock (stitch_mcp.judge, BATCH_MS)."""
+
+    calls: int = Field(description="calls in the larger batch")
+    candidate_ms: float = Field(description="per call, the candidate's room (lowest of the rounds)")
+    reference_ms: float = Field(description="per call, the reference's room")
+    copy_ms: float = Field(description="per call, everything but forward (copying outputs, the loop)")
+    speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
+    note: str = ""
+
+
 class TimingReport(BaseModel):
     method: str = ""
     eager_block_spread: float | None = Field(None, description="max/min - 1 of the eager time over the blocks "
@@ -165,6 +177,7 @@ class TimingReport(BaseModel):
         None, description="which side of the roofline sets floor_ms (stitch_mcp.ceilings.roofline_floor)")
     floor_note: str = Field("", description="how floor_ms was computed, each ceiling labelled measured/datasheet")
     baselines_cached: bool = False
+    batch: BatchTiming | None = None
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
     window: list[float] | None = Field(None, description="[start, end] epoch seconds the device was held")

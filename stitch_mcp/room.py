@@ -21,6 +21,7 @@ from typing import Any
 from stitch_mcp.door import (
     COMMANDS,
     Attach,
+    Batch,
     Bye,
     Call,
     Called,
@@ -34,6 +35,7 @@ from stitch_mcp.door import (
     OutputMeta,
     Ping,
     Ready,
+    Run,
 )
 
 PROGRAM_MODULE = "candidate"
@@ -49,12 +51,14 @@ class _Room:
         self.shared = Attached()
         self.model: Any = None
         self.device = "cpu"
+        self.last_outputs: list[Any] = []
+        self.ready_batch: tuple[list[Any], bool] = ([], True)
 
     # -------------------------------------------------------------- commands
 
     def serve(self) -> None:
         handlers = {Attach: self.attach, Load: self.load, LoadState: self.load_state, Call: self.call,
-                    Ping: lambda m, f: Done()}
+                    Batch: self.batch, Run: self.run, Ping: lambda m, f: Done()}
         while True:
             message, fds = self.door.receive()
             if isinstance(message, Bye):
@@ -131,13 +135,36 @@ class _Room:
                 h0 = time.perf_counter()
                 out = _guarded("call", lambda: self.model(*args))
                 h1 = time.perf_counter()
-            metas = _copy_outputs(torch, _flatten(torch, out), targets, args)  # before any synchronize
+            self.last_outputs = _flatten(torch, out)
+            metas = _copy_outputs(torch, self.last_outputs, targets, args)  # before any synchronize
             if cuda:
                 torch.cuda.synchronize()
         room_ms = None
         if message.timed:
             room_ms = start.elapsed_time(end) if cuda else (h1 - h0) * 1e3
         return Called(outputs=metas, room_ms=room_ms)
+
+    def batch(self, message: Batch, _fds) -> Done:
+        view = self.shared.view
+        calls = [([view(a.tensor) if a.tensor is not None else a.value for a in call.args],
+                  [view(o) if o is not None else None for o in call.outputs]) for call in message.calls]
+        self.ready_batch = (calls, message.forward)
+        return Done()
+
+    def run(self, _message: Run, _fds) -> Done:
+        """The batch made ready, back to back; each output copied on the current stream."""
+        torch = self.torch
+        calls, forward = self.ready_batch
+        with torch.no_grad():
+            for args, targets in calls:
+                if forward:
+                    self.last_outputs = _flatten(torch, _guarded("call", lambda: self.model(*args)))
+                for out, target in zip(self.last_outputs, targets):
+                    if target is not None and isinstance(out, torch.Tensor):
+                        target.copy_(out)
+            if self.device.startswith("cuda"):
+                torch.cuda.synchronize()
+        return Done()
 
 
 class _CandidateError(Exception):

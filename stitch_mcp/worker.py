@@ -125,6 +125,7 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     paths = [str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # the judge takes turns with its rooms (judge_room.py)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("CUDA_MODULE_LOADING", "LAZY")
     # torch.cuda.is_available() through NVML: asking the CUDA runtime starts the driver, which then
