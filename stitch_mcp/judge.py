@@ -700,12 +700,13 @@ def _batch_bound(t: Timed, bb: Batches | None) -> tuple[float, dict[str, Any]]:
                             "copy_ms": bb.copy_ms}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
     a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
-    if a_fwd < 0.1 * bb.reference_ms or b_room <= 0:  # forward lost in the room's own overhead: says nothing
+    if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
         info["note"] = "not used: forward is too short beside the room's own work per call on this host"
         return 0.0, info
     verified = a_fwd / max(b_fwd, 1e-9)  # the speedup over the reference, on the judge's clock
     info["speedup"] = round(verified, 4)
-    if a_room / b_room > BATCH_SLACK * verified:
+    claimed = a_room / b_room if b_room > 0 else math.inf
+    if claimed > BATCH_SLACK * verified:
         return a_room / verified, info
     return 0.0, info
 
@@ -803,8 +804,9 @@ def _judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | 
         cand.update({k: cand[k] * scale for k in ("median_ms", "iqr_ms", "min_ms")} if b_room > 0 else
                     {"median_ms": estimate, "min_ms": estimate})
         why = (f"in batches of {batches.calls} back-to-back calls on the judge's clock it is "
-               f"{batch_info['speedup']:.2f}x the reference, not the {statistics.median(a.room_ms) / b_room:.2f}x its "
-               "room's times say (host work after its last launch also shows there)"
+               f"{batch_info['speedup']:.2f}x the reference, not the "
+               f"{statistics.median(a.room_ms) / b_room if b_room > 0 else math.inf:.2f}x its room's times say "
+               "(host work after its last launch also shows there)"
                if batches and estimate == batch_low else
                f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
                "went on after the room answered" if deferred else
