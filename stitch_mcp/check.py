@@ -576,9 +576,9 @@ def _summary(report: CheckReport) -> str:
         t = report.timing
         if t.candidate:
             parts = [f"candidate {t.candidate.median_ms:.4g} ms (IQR {t.candidate.iqr_ms:.2g})"]
-            if t.eager:
+            if t.eager and report.speedup_vs_eager is not None:
                 parts.append(f"eager {t.eager.median_ms:.4g} ms -> {report.speedup_vs_eager:.3g}x")
-            if t.compiled:
+            if t.compiled and report.speedup_vs_compile is not None:
                 parts.append(f"torch.compile {t.compiled.median_ms:.4g} ms -> {report.speedup_vs_compile:.3g}x")
             elif t.compile_note:
                 parts.append(t.compile_note)

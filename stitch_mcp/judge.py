@@ -778,10 +778,12 @@ def _judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | 
     a_after, b_after = statistics.median(a.after_ms or [0.0]), statistics.median(b.after_ms or [0.0])
     deferred = max(0.0, b_after - a_after - max(0.05, 0.25 * a_after))
     estimate = max(b_room, bracket) + deferred
-    if estimate - b_room <= max(noise, 0.1 * estimate):  # within the door's jitter
+    if estimate - b_room <= max(noise, 0.1 * estimate) and b_room > 0:  # within the door's jitter
         estimate = b_room
     batch_low, batch_info = _batch_bound(t, batches)
     estimate = max(estimate, batch_low)
+    if b_room <= 0 and estimate <= 0:  # no work takes no time; too short for the judge to tell: as eager
+        estimate = statistics.median(a.room_ms)
     cand = _stats(b.room_ms)
     cand["host_median_ms"] = statistics.median(b.wall_ms)
     res["timing"] = {"method": ("CUDA events in each program's room, checked against the judge's clock; eager "

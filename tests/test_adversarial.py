@@ -494,6 +494,21 @@ def test_small_forged_time_is_replaced_through_batches():
     assert res["timing"]["candidate"]["median_ms"] >= 0.009, res["timing"]["candidate"]
 
 
+def test_zero_room_time_of_a_short_call_is_replaced():
+    """A room clock frozen at 0 on a call shorter than the door's spread, with batches too noisy to
+    say anything: no work takes no time, so the judge's estimate (or eager's time) replaces it."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import Batches, _judge_times
+
+    for wall, batches in ((0.33, None), (0.33, Batches(calls=100, candidate_ms=0.06, reference_ms=0.06, copy_ms=0.058)),
+                          (0.25, None)):
+        res = {"findings": [], "checks_run": []}
+        _judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.05, 0.35, 0.0, wall), batches)
+        assert "timing_contradicted" in {f["code"] for f in res["findings"]}
+        assert res["timing"]["candidate"]["median_ms"] > 0, res["timing"]["candidate"]
+
+
 def test_honest_short_kernels_are_not_flagged():
     """What an H100 showed for honest few-microsecond kernels: the candidate room's door 30% slower
     than the reference room's for a whole check, and batches that agree with the room's speedup
