@@ -150,7 +150,7 @@ class TimingStats(BaseModel):
 
 class BatchTiming(BaseModel):
     """Calls too short for the judge's per-call bracket, also timed in batches of back-to-back
-    calls on the judge's clock (stitch_mcp.judge, BATCH_MS)."""
+    calls on the judge's clock (stitch_mcp.judge.timing, BATCH_MS)."""
 
     calls: int = Field(description="calls in the larger batch")
     candidate_ms: float = Field(description="per call, the candidate's room (lowest of the rounds)")

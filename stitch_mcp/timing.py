@@ -1,6 +1,6 @@
 """In-process timing of the reference (the torch.compile baseline, in a judge or baseline worker:
 processes that never load candidate code), in the spirit of triton.testing.do_bench. Candidate
-and eager are timed through their rooms instead (stitch_mcp.judge._time_rooms), the same way.
+and eager are timed through their rooms instead (stitch_mcp.judge.timing.time_rooms), the same way.
 
 On a GPU: CUDA events around each call on the current stream, the L2 cache flushed (a 256 MB
 write) before every call, a device-wide synchronize after every call (so work on any stream has

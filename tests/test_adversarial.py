@@ -444,13 +444,13 @@ def test_zero_room_time_is_replaced_by_the_judges_estimate():
     judge's clock saw ~10 ms calls (the reference's room: 5 ms own time, 0.2 ms door overhead)."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge import Lane, Timed, _judge_times
+    from stitch_mcp.judge.timing import Lane, Timed, judge_times
 
     n = 20
     ref = Lane(room_ms=[5.0] * n, wall_ms=[5.2] * n, after_ms=[1.0] * (n - 1), block_medians=[5.0] * 4)
     cand = Lane(room_ms=[0.0] * n, wall_ms=[10.2] * n, after_ms=[1.0] * (n - 1), block_medians=[0.0] * 4)
     res = {"findings": [], "checks_run": []}
-    _judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
+    judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
     assert "timing_contradicted" in {f["code"] for f in res["findings"]}
     assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
 
@@ -459,19 +459,19 @@ def test_tiny_forged_room_time_is_replaced_by_the_judges_estimate():
     """The same with a room clock that advances 1 ns per read (room times ~1e-6 ms): caught."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge import Lane, Timed, _judge_times
+    from stitch_mcp.judge.timing import Lane, Timed, judge_times
 
     n = 20
     ref = Lane(room_ms=[5.0] * n, wall_ms=[5.2] * n, after_ms=[1.0] * (n - 1), block_medians=[5.0] * 4)
     cand = Lane(room_ms=[1e-6] * n, wall_ms=[10.2] * n, after_ms=[1.0] * (n - 1), block_medians=[1e-6] * 4)
     res = {"findings": [], "checks_run": []}
-    _judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
+    judge_times(res, SimpleNamespace(device="cpu"), Timed(reference=ref, candidate=cand))
     assert "timing_contradicted" in {f["code"] for f in res["findings"]}
     assert res["timing"]["candidate"]["median_ms"] >= 5.0, res["timing"]["candidate"]
 
 
 def _short_lanes(ref_room: float, ref_wall: float, cand_room: float, cand_wall: float, n: int = 20):
-    from stitch_mcp.judge import Lane, Timed
+    from stitch_mcp.judge.timing import Lane, Timed
 
     ref = Lane(room_ms=[ref_room] * n, wall_ms=[ref_wall] * n, after_ms=[0.05] * (n - 1), block_medians=[ref_room] * 4)
     cand = Lane(room_ms=[cand_room] * n, wall_ms=[cand_wall] * n, after_ms=[0.05] * (n - 1),
@@ -485,11 +485,11 @@ def test_small_forged_time_is_replaced_through_batches():
     judge's clock sees it as fast as the reference, not 4.8x faster."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge import Batches, _judge_times
+    from stitch_mcp.judge.timing import Batches, judge_times
 
     res = {"findings": [], "checks_run": []}
     batches = Batches(calls=256, candidate_ms=0.019, reference_ms=0.019, copy_ms=0.009)
-    _judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.010, 0.40, 0.0021, 0.40), batches)
+    judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.010, 0.40, 0.0021, 0.40), batches)
     assert "timing_contradicted" in {f["code"] for f in res["findings"]}
     assert res["timing"]["candidate"]["median_ms"] >= 0.009, res["timing"]["candidate"]
 
@@ -499,12 +499,12 @@ def test_zero_room_time_of_a_short_call_is_replaced():
     say anything: no work takes no time, so the judge's estimate (or eager's time) replaces it."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge import Batches, _judge_times
+    from stitch_mcp.judge.timing import Batches, judge_times
 
     for wall, batches in ((0.33, None), (0.33, Batches(calls=100, candidate_ms=0.06, reference_ms=0.06, copy_ms=0.058)),
                           (0.25, None)):
         res = {"findings": [], "checks_run": []}
-        _judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.05, 0.35, 0.0, wall), batches)
+        judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.05, 0.35, 0.0, wall), batches)
         assert "timing_contradicted" in {f["code"] for f in res["findings"]}
         assert res["timing"]["candidate"]["median_ms"] > 0, res["timing"]["candidate"]
 
@@ -515,12 +515,12 @@ def test_honest_short_kernels_are_not_flagged():
     within the host work a call does after its last launch."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge import Batches, _judge_times
+    from stitch_mcp.judge.timing import Batches, judge_times
 
     for batches in (None, Batches(calls=256, candidate_ms=0.0196, reference_ms=0.0287, copy_ms=0.0136),
                     Batches(calls=256, candidate_ms=0.0225, reference_ms=0.0190, copy_ms=0.0089)):
         res = {"findings": [], "checks_run": []}
-        _judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.0043, 0.40, 0.0046, 0.52), batches)
+        judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.0043, 0.40, 0.0046, 0.52), batches)
         assert not res["findings"], res["findings"]
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0046)
 

@@ -1,0 +1,172 @@
+"""The judge: the trusted half of the run stage. It never imports candidate code.
+
+It runs in a worker process of the server's (stitch_mcp.worker, stage "run"); the candidate runs
+in a sandboxed room process (stitch_mcp.room) that the judge starts and talks to through one
+typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Read top to bottom:
+
+1. prepare   - start the room (its torch import overlaps ours), import the reference, make the
+               first inputs, build the reference model, warm it up              (judge/prepare.py)
+2. load      - the room imports the candidate and builds ModelNew; the reference's weights are
+               copied in through shared buffers                                  (judge/prepare.py)
+3. trials    - per trial the judge draws inputs from seeds it alone knows, copies them into the
+               room's input buffers, asks for one call, clones the output buffers, compares them
+               with its own reference run and with its private copy of the inputs (judge/trials.py)
+4. findings  - what the trials show: input mutation, unwritten or constant output, non-tensor
+               or aliased outputs, background threads and processes seen from outside
+                                                                                 (judge/trials.py)
+5. timing    - every timed call gets inputs never used before; the judge's own clock brackets
+               each call (and its own work between calls) and rejects room times it contradicts;
+               some timed outputs are checked; then the room is closed and the reference timed
+               here, in a process that never loaded candidate code               (judge/timing.py)
+
+This module runs them in that order and holds the device lease around trials and timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import time
+import traceback
+from typing import Any
+
+from stitch_mcp.correctness import StageError
+from stitch_mcp.judge.prepare import Prepared, load_candidate, plain_values, prepare, share_state
+from stitch_mcp.judge.timing import (
+    baselines,
+    batch_bracket,
+    check_timed_outputs,
+    door_allowance,
+    judge_times,
+    physical_floor,
+    time_alone,
+    time_rooms,
+)
+from stitch_mcp.judge.trials import run_trials, trial_findings
+from stitch_mcp.judge_room import RoomClient, RoomGone
+
+
+def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
+    from stitch_mcp.events import stage
+
+    res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
+    rooms: dict[str, RoomClient] = {}
+    try:
+        stage("import")
+        rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"])
+        if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it
+            rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model")
+        p = prepare(spec, res)
+        _judge(spec, res, p, rooms, stage)
+    except StageError as exc:
+        res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
+    except RoomGone as exc:
+        res["error"] = {"kind": exc.kind, "message": exc.message}
+    except BaseException as exc:
+        from stitch_mcp.crashes import classify_error_text
+
+        found = classify_error_text(f"{type(exc).__name__}: {exc}")
+        res["error"] = {"kind": found[0] if found else "internal",
+                        "message": f"{type(exc).__name__}: {exc}"[:3000] + (f" — {found[1]}" if found else ""),
+                        "traceback": traceback.format_exc()[-4000:]}
+    finally:
+        for r in rooms.values():
+            r.close()
+        if "candidate" in rooms:
+            res["room"] = rooms["candidate"].describe()
+    return res
+
+
+def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+    room = rooms["candidate"]
+    lap = _lap(res["stage_seconds"])
+    stage("candidate_import")
+    load_candidate(spec, res, p, room)  # imports, lazy builds, construction, a first call: no lease
+    lap("load")
+    with _device_lease(spec, res, stage):  # the GPU to ourselves: trials and timing
+        lap("lease_wait")
+        stage("correctness")
+        facts = run_trials(spec, res, p, room, stage)
+        lap("correctness")
+        stage("integrity")
+        trial_findings(res, p, facts)
+        res["findings"] += room.process_findings()
+        lap("integrity")
+        clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
+        if spec.get("timing") and clean:
+            _timing(spec, res, p, rooms, stage)
+            lap("timing")
+    res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
+
+
+def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+    stage("timing", what="candidate and eager, interleaved")
+    room, reference = rooms["candidate"], rooms["reference"]
+    reference.load(spec, p.device, plain_values(p.init_args))
+    if p.state:
+        share_state(p, reference)
+    with _one_core(p, rooms, res):
+        timed = time_rooms(spec, p, rooms)
+        batches = None
+        if door_allowance(timed) > 0.1 * statistics.median(timed.candidate.room_ms):  # too short for one call's bracket
+            stage("timing", what="batches of back-to-back calls")
+            batches = batch_bracket(p, rooms, timed)
+    res["findings"] += room.process_findings()
+    room.close()  # from here on nothing of the candidate runs
+    alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
+    reference.close()
+    judge_times(res, p, timed, batches)
+    check_timed_outputs(res, p, timed)
+    physical_floor(res, p, timed, spec)
+    baselines(spec, res, p, stage, alone)
+
+
+@contextlib.contextmanager
+def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
+    """On a GPU, the judge and both rooms share one CPU core while they are timed (they take turns,
+    never run at once): a call's host work (launches, the door) then runs equally fast in either
+    room. On an H100 host two rooms' host work differed by up to 35% for a whole check, from the
+    cores they had. Where the host does not let us pin the rooms, a note says so."""
+    if p.device != "cuda" or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    import psutil
+
+    own = os.sched_getaffinity(0)
+    core = {psutil.Process().cpu_num()}
+    os.sched_setaffinity(0, core)
+    try:
+        if not all(room.pin(core) for room in rooms.values()):
+            res["notes"].append("timing: the rooms could not be pinned to the judge's CPU core on this host")
+        yield
+    finally:
+        os.sched_setaffinity(0, own)
+
+
+@contextlib.contextmanager
+def _device_lease(spec: dict[str, Any], res: dict[str, Any], stage):
+    """The device lock (stitch_mcp.devices), held for the trials and the timing only."""
+    from stitch_mcp.devices import Gpu, acquire_device
+
+    gpu = spec.get("lease_gpu")
+    stage("waiting for the device")
+    with acquire_device(gpus=[Gpu(**gpu)] if gpu else []) as lease:
+        res["lease"] = {"label": lease.label, "waited_s": round(lease.waited_s, 3), "note": lease.note}
+        try:
+            yield lease
+        finally:
+            res["lease"]["window"] = [lease.acquired_at, time.time()]
+
+
+def _lap(secs: dict[str, float]):
+    t = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        secs[name] = round(secs.get(name, 0.0) + now - t[0], 4)
+        t[0] = now
+
+    return lap
+
+

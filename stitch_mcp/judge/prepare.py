@@ -1,0 +1,160 @@
+"""Preparing the judge's side of a run stage (1) and loading the candidate into its room (2).
+
+`Prepared` is what the judge holds for the whole stage: the reference model and its first
+inputs, the output templates and tolerances, and the shared buffers (`Arena`) the room reads its
+inputs from and writes its outputs into. The helpers at the end copy inputs and weights into those
+buffers and hand the room the new ones; trials and timing use them alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stitch_mcp import integrity as integ
+from stitch_mcp.build_room import publish_build
+from stitch_mcp.compare import tolerances
+from stitch_mcp.correctness import StageError
+from stitch_mcp.door import Arg, Attach, Call, LoadState
+from stitch_mcp.judge_room import RoomClient
+from stitch_mcp.shared_tensors import Arena
+
+
+@dataclass
+class Prepared:
+    """What the judge holds for the whole stage."""
+
+    torch: Any
+    device: str
+    ref_mod: Any
+    ref_model: Any
+    init_args: list[Any]
+    first_inputs: list[Any] | None
+    templates: list[Any]
+    atol: float
+    rtol: float
+    warm_finite: bool
+    arena: Arena
+    inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
+    outputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened output
+    state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
+
+
+def prepare(spec: dict[str, Any], res: dict[str, Any]) -> Prepared:
+    import torch
+
+    from stitch_mcp.loader import build_model, import_program, init_inputs, make_inputs
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    res["device"] = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    res["device_kind"] = device
+    try:
+        ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
+    except BaseException as exc:
+        raise StageError("reference_error", f"importing the reference failed: {type(exc).__name__}: {exc}") from None
+    for need in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(ref_mod, need):
+            raise StageError("reference_error", f"the reference defines no {need}")
+    try:
+        init_args = init_inputs(ref_mod)
+        first = make_inputs(ref_mod, device, spec["plan"][0][0])
+        ref_model = build_model(ref_mod.Model, init_args, device)
+    except BaseException as exc:
+        raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
+                                            f"{type(exc).__name__}: {exc}") from None
+    with torch.no_grad():
+        warm = reference_output(ref_model, first)
+    flat = integ.flatten(warm)
+    templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in flat]
+    out_dtype = next((str(o.dtype).replace("torch.", "") for o in templates if isinstance(o, torch.Tensor)), "")
+    atol, rtol = tolerances(out_dtype, spec)
+    res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
+    finite = all(bool(torch.isfinite(o).all()) for o in flat
+                 if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
+    p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite, Arena(device))
+    p.inputs = p.arena.layout(integ.flatten(first))
+    p.outputs = p.arena.layout(flat)
+    return p
+
+
+def reference_output(ref_model, inputs: list[Any]):
+    try:
+        return ref_model(*integ.clone_inputs(inputs))
+    except BaseException as exc:
+        raise StageError("reference_error", f"reference forward raised {type(exc).__name__}: {exc}"[:3000]) from None
+
+
+def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> None:
+    init_args = plain_values(p.init_args)
+    loaded = room.load(spec, p.device, init_args, n_inputs=len(p.inputs))
+    publish_build(room.workdir / "build", Path(spec["build_root"]))  # what it built on first use
+    res["extensions"] = loaded.extensions
+    res["stage_seconds"]["room_load"] = loaded.build_s
+    own = p.ref_model.state_dict()
+    names = [k for k, shape in loaded.state.items()
+             if isinstance(own.get(k), p.torch.Tensor) and list(own[k].shape) == shape]
+    res["copied_state"] = len(names)
+    if names:
+        slots = p.arena.layout([own[k] for k in names])
+        p.state = {k: s for k, s in zip(names, slots) if s is not None}
+        share_state(p, room)
+    # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
+    # a load_inline in forward) happens now; its outputs are not looked at
+    from stitch_mcp.events import stage
+
+    stage("first_call")
+    attach(p, room)
+    room.call(Call(args=put_inputs(p, p.first_inputs), outputs=[]))
+
+
+def plain_values(values: list[Any]) -> list[Any]:
+    """get_init_inputs() as JSON: KernelBench's are numbers, tuples and strings."""
+    out = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            out.append(plain_values(list(v)))
+        elif isinstance(v, (bool, int, float, str)) or v is None:
+            out.append(v)
+        else:
+            raise StageError("reference_error", f"get_init_inputs() returns a {type(v).__name__}; only numbers, "
+                                                "strings and tuples of them can be passed to the candidate's room")
+    return out
+
+
+def share_state(p: Prepared, room: RoomClient) -> None:
+    own = p.ref_model.state_dict()
+    with p.torch.no_grad():
+        for name, (_, view) in p.state.items():
+            view.copy_(own[name])
+    sync(p)
+    attach(p, room)
+    room.ask(LoadState(tensors={name: spec for name, (spec, _) in p.state.items()}))
+
+
+def attach(p: Prepared, room: RoomClient) -> None:
+    """Send the room the shared regions made since the last time (their fds ride along)."""
+    regions, fds = p.arena.since(room.attached)
+    if regions:
+        room.ask(Attach(regions=regions), fds)
+        room.attached += len(regions)
+
+
+def sync(p: Prepared) -> None:
+    if p.device == "cuda":
+        p.torch.cuda.synchronize()
+
+def put_inputs(p: Prepared, inputs: list[Any], slots: list[Any] | None = None) -> list[Arg]:
+    """Copy the inputs into the room's shared buffers (`slots`, by default the trials' own); the
+    judge keeps `inputs` as they are."""
+    args = []
+    for value, slot in zip(integ.flatten(inputs), p.inputs if slots is None else slots):
+        if slot is None or not isinstance(value, p.torch.Tensor):
+            args.append(Arg(value=value if isinstance(value, (bool, int, float, str)) or value is None else None))
+        else:
+            spec, view = slot
+            view.copy_(value)
+            args.append(Arg(tensor=spec))
+    return args

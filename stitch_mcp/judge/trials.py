@@ -1,0 +1,193 @@
+"""The trials (3) and what they show (4).
+
+Per trial the judge draws inputs from seeds it alone knows, copies them into the room's input
+buffers, asks for one call, clones the output buffers and compares them with its own reference
+run and with its private copy of the inputs. The findings read what the trials saw: input
+mutation, unwritten or constant output, non-tensor or aliased outputs, tolerance exploits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from stitch_mcp import integrity as integ
+from stitch_mcp.compare import compare, failure_context, near_zero_exploit
+from stitch_mcp.correctness import StageError, distribute, perturb_weights
+from stitch_mcp.door import Call
+from stitch_mcp.judge.prepare import Prepared, attach, put_inputs, reference_output, share_state, sync
+from stitch_mcp.judge_room import RoomClient
+
+
+@dataclass
+class TrialFacts:
+    mutated: list[int] = field(default_factory=list)
+    aliased: list[int] = field(default_factory=list)
+    unwritten: list[int] = field(default_factory=list)
+    not_plain: list[str] = field(default_factory=list)
+    fingerprints: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient, stage) -> TrialFacts:
+    from stitch_mcp.loader import make_inputs
+
+    facts = TrialFacts()
+    for i, (seed, dist, weights) in enumerate(spec["plan"]):
+        stage("correctness", trial=i)
+        note = ""
+        if weights == "reinit":
+            why = _reinit(p, seed)
+            if not why:
+                share_state(p, room)
+            else:
+                weights, note = "task", f"weights not re-initialised: {why}"
+        inputs = p.first_inputs if i == 0 else make_inputs(p.ref_mod, p.device, seed)
+        p.first_inputs = None
+        inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
+        trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
+        out, called = _candidate_call(p, room, inputs, facts, i)
+        with p.torch.no_grad():
+            ref_out = reference_output(p.ref_model, inputs)
+        result = _compare(out, ref_out, p)
+        if i in facts.unwritten and not result["ok"]:
+            result["problems"].append("some elements were never written (they still hold the poison value)")
+        trial.update(result)
+        if note or dist_note:
+            trial["problems"] = [n for n in (note, dist_note) if n] + trial["problems"]
+        trial["near_zero"] = near_zero_exploit(out, ref_out, p.atol)
+        if not trial["ok"] and sum(not t["ok"] for t in res["trials"]) < 2 and not _has_described(out):
+            # the first two failed trials (the reasons show two): the inputs they really used and the
+            # reference's own rounding noise on them (a float64 run of the reference)
+            trial.update(failure_context(p.ref_model, inputs, ref_out, out, p.atol, p.rtol))
+        res["trials"].append(trial)
+        facts.fingerprints.append((integ.fingerprint(integ.flatten(ref_out)[0]),
+                                   integ.fingerprint(integ.flatten(out)[0])))
+        del out, ref_out, inputs
+    return facts
+
+
+def _reinit(p: Prepared, seed: int) -> str:
+    """Fresh weights in the reference, shared with the room; why not, when they cannot be."""
+    own = p.ref_model.state_dict()
+    if not own:
+        return "the model has no parameters"
+    missing = [k for k in own if k not in p.state]
+    if missing:
+        return f"ModelNew's parameters do not match Model's by name ({', '.join(missing[:3])})"
+    perturb_weights(p.ref_model, seed)
+    return ""
+
+
+def _compare(out: Any, ref_out: Any, p: Prepared) -> dict[str, Any]:
+    described = [(k, o) for k, o in enumerate(integ.flatten(out)) if isinstance(o, _Described)]
+    if not described:
+        return compare(out, ref_out, p.atol, p.rtol)
+    refs = integ.flatten(ref_out)
+    problems = []
+    for k, o in described:
+        r = refs[k] if k < len(refs) else None
+        want = f"a {str(r.dtype).replace('torch.', '')} tensor of shape {tuple(r.shape)}" \
+            if isinstance(r, p.torch.Tensor) else "no such output"
+        problems.append(f"output {k} is {o!r}; the reference returns {want}")
+    return {"ok": False, "max_abs_err": None, "max_rel_err": None, "mismatch_fraction": 1.0,
+            "first_mismatch_index": None, "nan_count": 0, "inf_count": 0, "problems": problems}
+
+
+def _distribution(p: Prepared, inputs: list[Any], dist: str, seed: int) -> tuple[list[Any], str, str]:
+    if dist == "task":
+        return inputs, dist, ""
+    try:
+        alt = distribute(inputs, dist, seed, p.device)
+        with p.torch.no_grad():
+            alt_ref = reference_output(p.ref_model, alt)
+        ok = all(bool(p.torch.isfinite(o).all()) for o in integ.flatten(alt_ref)
+                 if isinstance(o, p.torch.Tensor) and (o.is_floating_point() or o.is_complex()))
+        if ok or not p.warm_finite:
+            return alt, dist, ""
+        return inputs, "task", f"{dist} inputs make the reference non-finite; used the task's inputs"
+    except StageError:
+        return inputs, "task", f"the reference rejects {dist} inputs; used the task's inputs"
+
+
+def _fill_poison(p: Prepared) -> None:
+    for slot, t in zip(p.outputs, p.templates):
+        if slot is not None:
+            slot[1].copy_(integ.poisoned_like(t, p.device))
+
+
+def _candidate_call(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, i: int):
+    """One call in the room on a copy of `inputs`; the outputs as the judge's own tensors (cloned
+    from the shared buffers; non-tensors from the reply; None where nothing usable came back)."""
+    attach(p, room)
+    args = put_inputs(p, inputs)
+    _fill_poison(p)
+    sync(p)
+    called = room.call(Call(args=args, outputs=[s[0] if s else None for s in p.outputs], poison=True))
+    sync(p)
+    outs: list[Any] = []
+    for k, meta in enumerate(called.outputs):
+        slot = p.outputs[k] if k < len(p.outputs) else None
+        if meta.kind != "tensor":
+            outs.append(meta.value)
+            continue
+        if not meta.plain:
+            facts.not_plain.append(f"output {k}: {meta.detail}")
+        if meta.aliases_input:
+            facts.aliased.append(i)
+        if meta.copied and slot is not None:
+            clone = slot[1].clone()
+            if integ.unwritten_count(clone):
+                facts.unwritten.append(i)
+            outs.append(clone)
+        else:  # the wrong shape or dtype: described, so compare() names the mismatch
+            outs.append(_Described(meta))
+    if any(not integ.same_bits(v, s[1]) for v, s in zip(integ.flatten(inputs), p.inputs)
+           if s is not None and isinstance(v, p.torch.Tensor)):
+        facts.mutated.append(i)
+    return (outs[0] if len(outs) == 1 else tuple(outs)), called
+
+
+def _has_described(out: Any) -> bool:
+    return any(isinstance(o, _Described) for o in integ.flatten(out))
+
+
+class _Described:
+    """An output the judge could not read (wrong shape/dtype, not a plain tensor)."""
+
+    def __init__(self, meta):
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        m = self.meta
+        return f"a {m.dtype} tensor of shape {tuple(m.shape)} on {m.device}" + (f" ({m.detail})" if m.detail else "")
+
+
+def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
+    f = integ.finding
+    res["checks_run"] += ["input_mutation", "unwritten_output", "plain_tensor", "output_varies",
+                          "tolerance_exploit", "background_processes"]
+    if facts.mutated:
+        res["findings"].append(f("input_mutation", f"the candidate modified its inputs in place (trials "
+                                                   f"{facts.mutated}); write results to new tensors"))
+    if facts.aliased:
+        res["findings"].append(f("output_aliases_input", "an output shares storage with an input (a view or the "
+                                                         "input itself); return a new tensor"))
+    if facts.unwritten and not all(t["ok"] for t in res["trials"]):
+        res["findings"].append(f(
+            "unwritten_output", "part of the output was never written (it kept the poison value put into free "
+            "memory); make every thread write its element and check the grid covers the output"))
+    if facts.not_plain:
+        res["findings"].append(f("tensor_subclass", "outputs must be plain dense torch.Tensors with storage: "
+                                 + "; ".join(facts.not_plain[:3])))
+    if any(t.get("near_zero") for t in res["trials"]):
+        res["findings"].append(f(
+            "tolerance_exploit", "the reference's output is within the tolerance of zero and the candidate's "
+            "output does not follow it (it passes only because the tolerance is loose), e.g. a constant output",
+            confidence="probable"))
+    ref_fps = [r for r, _ in facts.fingerprints if r is not None]
+    cand_fps = [c for _, c in facts.fingerprints if c is not None]
+    if len(ref_fps) >= 2 and len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1:
+        res["findings"].append(f("constant_output", "the candidate returned the same output for different inputs "
+                                                    "while the reference's changed: the output does not depend on "
+                                                    "the input"))
+
