@@ -25,7 +25,7 @@ def _done(report: dict | None) -> dict | None:
 
 def profile_digest(profile: dict | None, task, unit: str = "GPU ms") -> tuple[str, str]:
     """A short table of the reference's ops (or the static estimate) and where it came from."""
-    from stitch_mcp.score import reference_shares
+    from stitch_mcp.score.runtime import reference_shares
     from stitch_mcp.models import TaskRecord
 
     if profile:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import logging
 import re
 from dataclasses import dataclass
 
@@ -49,8 +48,8 @@ from stitch_mcp.models import (
     RubricReport,
     TaskRecord,
 )
+from stitch_mcp.score.runtime import RuntimeSplit, reference_shares, runtime_split
 
-log = logging.getLogger(__name__)
 
 WEIGHTS = {"anti_hacking": 0.35, "cuda_engineering": 0.25, "operator_coverage": 0.25, "skill_compliance": 0.15}
 
@@ -145,92 +144,9 @@ NEGATIVE = re.compile(r"^\s*(\[[\w:.-]+\]\s*)?(remove|avoid|drop|don't|do not|st
 FALLBACK_CODES = {"pytorch_fallback", "aten_fallback", "partial_fallback", "try_except_fallback", "decoy_kernel",
                   "reference_reuse", "no_custom_kernel"}
 
-_ATEN_KERNEL = re.compile(r"at::native|at_cuda_detail|\bat::|elementwise_kernel|reduce_kernel|cunn_|softmax_warp|"
-                          r"vectorized_|unrolled_elementwise|index_elementwise|CatArrayBatched|distribution_|"
-                          r"fill_kernel|copy_kernel|batch_norm|layer_norm|RowwiseMoments|GammaBeta|triton_",
-                          re.I)
-_LIB_KERNEL = re.compile(r"gemm|cutlass|cublas|xmma|cudnn|implicit_convolve|winograd|sm\d+_|ampere_|volta_|"
-                         r"turing_|hopper_|nchwToNhwc|nhwcToNchw|splitKreduce|cub::", re.I)
-
-
-# ---------------------------------------------------------------------------- helpers
-
 
 def _ev(line: int | None, text: str = "", file: str = an.PY) -> list[Evidence]:
     return [Evidence(file=file, line=line, text=(text or "").strip()[:200])] if (line or text) else []
-
-
-def reference_shares(task: TaskRecord, ref_profile: dict | None) -> tuple[list[tuple[str, float]], str]:
-    """(canonical op, share of the reference's GPU time), and where the numbers come from."""
-    ops = (ref_profile or {}).get("ops") or []
-    shares: dict[str, float] = {}
-    for row in ops:
-        name, share = row.get("name") or "", float(row.get("share") or 0.0)
-        op = an.canonical_op(name)
-        if not op or op in an.GLUE:
-            continue
-        shares[op] = shares.get(op, 0.0) + share
-    total = sum(shares.values())
-    if shares and total > 0:
-        return sorted(((k, v / total) for k, v in shares.items()), key=lambda x: -x[1]), "profile_reference"
-    static = an.reference_ops(task.source)
-    total = sum(w for _, w, _ in static) or 1.0
-    return sorted(((op, w / total) for op, w, _ in static), key=lambda x: -x[1]), "static estimate"
-
-
-@dataclass
-class RuntimeSplit:
-    total: float
-    custom: float
-    pytorch: float
-    library: float
-    rows: list[tuple[str, float, str]]  # name, time, class
-    launches: list[int]
-
-    def share(self, part: float) -> float:
-        return part / self.total if self.total > 0 else 0.0
-
-
-def runtime_split(a: an.Analysis, kprof: dict | None, ref_profile: dict | None) -> RuntimeSplit | None:
-    """Which kernels ran in the candidate's profile and whose they are: its own, a library it calls
-    directly, or PyTorch/ATen (including library kernels the reference launches and the candidate
-    does not call directly). duration_us is taken per launch and multiplied by launches."""
-    if not kprof or kprof.get("status") == "running":
-        return None
-    kernels = kprof.get("kernels") or []
-    if not kernels and not kprof.get("other_kernels"):
-        return None
-    ref_kernels = {k.get("name", "") for k in (ref_profile or {}).get("kernels") or []}
-    own = set(a.kernels)
-    rows, launches = [], []
-    for k in kernels:
-        name = k.get("name") or ""
-        n = max(1, int(k.get("launches") or 1))
-        rows.append((name, float(k.get("duration_us") or 0.0) * n, _kernel_class(name, own, ref_kernels,
-                                                                                bool(a.libraries))))
-        launches.append(n)
-    for name in kprof.get("other_kernels") or []:
-        rows.append((name, 0.0, _kernel_class(name, own, ref_kernels, bool(a.libraries))))
-        launches.append(1)
-    total = sum(t for _, t, _ in rows)
-    by = {c: sum(t for _, t, cc in rows if cc == c) for c in ("custom", "pytorch", "library")}
-    if total == 0 and rows:  # names only: count launches
-        total = float(len(rows))
-        by = {c: float(sum(1 for _, _, cc in rows if cc == c)) for c in ("custom", "pytorch", "library")}
-    return RuntimeSplit(total, by["custom"], by["pytorch"], by["library"], rows, launches)
-
-
-def _kernel_class(name: str, own: set[str], ref_kernels: set[str], calls_library: bool) -> str:
-    if any(k and k in name for k in own):
-        return "custom"
-    if _LIB_KERNEL.search(name) and not _ATEN_KERNEL.search(name):
-        return "library" if calls_library else "pytorch"
-    if _ATEN_KERNEL.search(name) or name in ref_kernels:
-        return "pytorch"
-    return "custom"
-
-
-# ---------------------------------------------------------------------------- dimensions
 
 
 def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None) -> Dimension:
@@ -658,9 +574,6 @@ def _judge_free_text(item: str, low: str, s: _Sides) -> tuple[str, str, int | No
         min(s.changed) if s.changed else None
 
 
-# ---------------------------------------------------------------------------- the rubric
-
-
 def default_feedback(cand: CandidateRecord, session: str | None = None) -> list[str]:
     """The feedback the candidate was meant to address: what the Verifier stored with save_feedback on
     its parent in this session. Never a routing decision's text (it changes each time the parent is
@@ -785,8 +698,6 @@ def summarize(r: RubricReport) -> str:
         lines.append(f"judge: {r.judge}")
     return "\n".join(lines)
 
-
-# ---------------------------------------------------------------------------- second opinion (MCP sampling)
 
 JUDGE_SYSTEM = ("You grade CUDA kernels written to replace a PyTorch reference, on StitchCUDA's rubric. "
                 "Answer with one JSON object only.")
