@@ -171,7 +171,7 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
                     compute_heavy: bool = False) -> list[str]:
     """Ranked items for a correct candidate. compute_heavy: the reference's time is mostly GEMM/conv,
     so a floor from bytes alone (no FLOP count known) says nothing about this candidate."""
-    from stitch_mcp.score import ADVICE
+    from stitch_mcp.score.dimensions import ADVICE
 
     items: list[str] = []
     if rubric is not None and rubric.dimensions is not None:

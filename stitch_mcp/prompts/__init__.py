@@ -55,7 +55,7 @@ def profile_digest(profile: dict | None, task, unit: str = "GPU ms") -> tuple[st
 
 
 def render_planner(task_id: str) -> str:
-    from stitch_mcp.score import WEIGHTS
+    from stitch_mcp.score.dimensions import WEIGHTS
 
     ws = get_workspace()
     task = ws.task(task_id)
