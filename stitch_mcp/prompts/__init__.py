@@ -205,7 +205,7 @@ PLANNER_WORDS = {
 
 def render_verifier(candidate_id: str, session: str | None = None) -> str:
     from stitch_mcp.loop import route_after
-    from stitch_mcp.score import default_feedback
+    from stitch_mcp.score.feedback import default_feedback
     from stitch_mcp.store import session_name
 
     ws = get_workspace()
