@@ -171,7 +171,7 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
                     compute_heavy: bool = False) -> list[str]:
     """Ranked items for a correct candidate. compute_heavy: the reference's time is mostly GEMM/conv,
     so a floor from bytes alone (no FLOP count known) says nothing about this candidate."""
-    from stitch_mcp.score import ADVICE
+    from stitch_mcp.score.dimensions import ADVICE
 
     items: list[str] = []
     if rubric is not None and rubric.dimensions is not None:
@@ -240,7 +240,7 @@ def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = N
 
 def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricReport | None,
             kprof: dict | None, window: list[str], session: str | None = None) -> Route:
-    from stitch_mcp import score
+    from stitch_mcp.score.runtime import reference_shares
 
     ws = get_workspace()
     previous = window[:-1]
@@ -290,7 +290,7 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
                                                  f"finding, {timing_note}, profiled"])
     task = ws.task(task_id)
     ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
-    shares, _ = score.reference_shares(task, ref_profile)
+    shares, _ = reference_shares(task, ref_profile)
     from stitch_mcp import analysis as an
 
     compute_heavy = bool(shares) and an.op_class(shares[0][0]) == "gemm"
@@ -325,9 +325,9 @@ def save_plan(task_id: str, plan: str) -> str:
     ws.add_report("plan", {"status": "done", "plan": plan}, task_id=task_id)
     task = ws.task(task_id)
     ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
-    from stitch_mcp import score
+    from stitch_mcp.score.runtime import reference_shares
 
-    shares, source = score.reference_shares(task, ref_profile)
+    shares, source = reference_shares(task, ref_profile)
     why = plan_mistarget(task_id, shares)
     note = f" Warning: {why} ({source})." if why else ""
     return f"plan stored for task {task_id} ({len(plan)} characters).{note}"

@@ -1,8 +1,8 @@
 """The MCP side of rubric_score's second opinion: asking the client's model through MCP sampling.
 
-score.py builds the judge's prompt and merges its answer as plain text and models; this module
-only turns them into a sampling request and reads the sampled reply, so no scoring code imports
-the MCP SDK.
+score/client_judge.py builds the judge's prompt and merges its answer as plain text and models;
+this module only turns them into a sampling request and reads the sampled reply, so no scoring code
+imports the MCP SDK.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def judge_request(ctx: Context, judge: str = "none", candidate: str | None = Non
     """Resolver of rubric_score's `opinion`: a sampling request when judge='client' and the client can
     sample; otherwise a string saying why no second opinion is asked. Paths are read inside the
     client's roots, as the tool reads them."""
-    from stitch_mcp.score import JUDGE_SYSTEM, judge_prompt_for
+    from stitch_mcp.score.client_judge import JUDGE_SYSTEM, judge_prompt_for
 
     use_client_roots(roots)
     if judge != "client":

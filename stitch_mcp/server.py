@@ -348,7 +348,7 @@ def _add_profile_tools(mcp: _StitchMCPServer) -> None:
         """Score a candidate on StitchCUDA's rubric: anti-hacking (PyTorch fallbacks, cached or constant
         outputs, harness tricks), CUDA engineering, operator coverage and skill compliance. verdict is
         clean, suspect or hack; a hack scores 0 overall."""
-        from stitch_mcp.score import apply_client_judgement
+        from stitch_mcp.score.client_judge import apply_client_judgement
         from stitch_mcp.rubric import rubric_score as run
 
         use_client_roots(roots)

@@ -25,7 +25,7 @@ from stitch_mcp.models import (
     TrialResult,
 )
 from stitch_mcp.rubric import rubric_score
-from stitch_mcp.score import merge_judgement
+from stitch_mcp.score.client_judge import merge_judgement
 from stitch_mcp.store import get_workspace
 
 CASES = Path(__file__).resolve().parent / "rubric_cases"

@@ -25,7 +25,7 @@ def _done(report: dict | None) -> dict | None:
 
 def profile_digest(profile: dict | None, task, unit: str = "GPU ms") -> tuple[str, str]:
     """A short table of the reference's ops (or the static estimate) and where it came from."""
-    from stitch_mcp.score import reference_shares
+    from stitch_mcp.score.runtime import reference_shares
     from stitch_mcp.models import TaskRecord
 
     if profile:
@@ -55,7 +55,7 @@ def profile_digest(profile: dict | None, task, unit: str = "GPU ms") -> tuple[st
 
 
 def render_planner(task_id: str) -> str:
-    from stitch_mcp.score import WEIGHTS
+    from stitch_mcp.score.dimensions import WEIGHTS
 
     ws = get_workspace()
     task = ws.task(task_id)
@@ -205,7 +205,7 @@ PLANNER_WORDS = {
 
 def render_verifier(candidate_id: str, session: str | None = None) -> str:
     from stitch_mcp.loop import route_after
-    from stitch_mcp.score import default_feedback
+    from stitch_mcp.score.feedback import default_feedback
     from stitch_mcp.store import session_name
 
     ws = get_workspace()
