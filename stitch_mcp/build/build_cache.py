@@ -27,20 +27,30 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from stitch_mcp.build.cache import _import_so, _lock_dir, _sha, _unlock, _write_atomically, env_fingerprint
-from stitch_mcp.build.compile import (
-    UNIT_FILES,
-    _as_list,
-    _compiled_message,
-    compile_only_commands,
-    generated_sources,
-)
+from stitch_mcp.build.compile import _as_list, _compiled_message, compile_to_objects
 from stitch_mcp.build.diagnostics import Generated, SourceMap, _failed_units, parse_diagnostics
 from stitch_mcp.build.errors import BuildError, NeedsGPU
 from stitch_mcp.build.headers import HeaderRungs
-from stitch_mcp.build.host_headers import beyond_this_host, host_cuda_headers
+from stitch_mcp.build.host_headers import beyond_this_host
+
+
+@dataclass
+class _Inline:
+    """One load_inline call: its bound arguments and sources, and where its build goes."""
+
+    a: dict
+    cpp: list[str]
+    cuda: list[str]
+    with_cuda: bool
+    bind_key: str  # the binding unit, flags and environment: names the stable build directory and the module
+    full_key: str  # all of it, the CUDA sources too: names the built object in the cache
+    module_name: str
+    objdir: Path
+    record: dict  # what this call did, in BuildCache.extensions
 
 
 class BuildCache:
@@ -82,9 +92,26 @@ class BuildCache:
 
     # -- load_inline
     def load_inline(self, *args, **kwargs):
-        import inspect
-
         import torch
+
+        job = self._inline_job(args, kwargs)
+        self.extensions.append(job.record)
+        gpu_ok = torch.cuda.is_available() and torch.version.cuda is not None
+        t0 = time.monotonic()
+        module = self._cached_inline(job, gpu_ok, t0)
+        if module is not None:
+            return module
+        if not self.allow_build:
+            raise BuildError(f"extension '{job.a['name']}' is not built")
+        if self.emit:
+            self.emit("building", name=str(job.a["name"]), key=job.full_key)
+        module = self._build_inline(job, gpu_ok, t0)
+        job.record["seconds"] = round(time.monotonic() - t0, 3)
+        return module
+
+    def _inline_job(self, args, kwargs) -> _Inline:
+        """load_inline's arguments, bound as cpp_extension binds them, and the keys of its build."""
+        import inspect
 
         bound = inspect.signature(self.orig_inline).bind(*args, **kwargs)
         bound.apply_defaults()
@@ -93,88 +120,98 @@ class BuildCache:
         cuda = _as_list(a["cuda_sources"])
         if _as_list(a.get("sycl_sources")):
             raise BuildError("sycl_sources are not supported")
-        functions = a["functions"]
         with_cuda = bool(cuda) if a["with_cuda"] is None else bool(a["with_cuda"])
         options = {k: a[k] for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
                                      "with_cuda", "is_python_module", "with_pytorch_error_handling",
                                      "no_implicit_headers")}
         env = env_fingerprint(with_cuda)
-        bind_key = _sha("inline", cpp, functions, options, env)
+        bind_key = _sha("inline", cpp, a["functions"], options, env)
         full_key = _sha(bind_key, cuda)[:40]
         module_name = f"st_{bind_key[:16]}"
         record = {"name": str(a["name"]), "key": full_key, "module": module_name, "cached": False,
                   "seconds": 0.0, "with_cuda": with_cuda}
-        self.extensions.append(record)
-        objdir = self.root / "objects" / full_key
-        gpu_ok = torch.cuda.is_available() and torch.version.cuda is not None
-        t0 = time.monotonic()
+        return _Inline(a, cpp, cuda, with_cuda, bind_key, full_key, module_name, self.root / "objects" / full_key,
+                       record)
 
-        if full_key in self.prebuilt:
-            record["cached"] = True
-            if with_cuda and not gpu_ok:
-                raise NeedsGPU(f"extension '{a['name']}' is CUDA code (compiled earlier); running it needs a GPU")
-            module = _import_so(module_name, Path(self.prebuilt[full_key]))
-            record["seconds"] = round(time.monotonic() - t0, 3)
-            return module
-        if (objdir / "done").exists() and (objdir / f"{module_name}.so").exists():
-            record["cached"] = True
-            if with_cuda and not gpu_ok:
-                raise NeedsGPU(f"extension '{a['name']}' is CUDA code (compiled earlier); running it needs a GPU")
-            module = _import_so(module_name, objdir)
-            record["seconds"] = round(time.monotonic() - t0, 3)
-            return module
-        if (objdir / "compiled").exists() and with_cuda and not gpu_ok:
-            record["cached"] = True
+    def _cached_inline(self, job: _Inline, gpu_ok: bool, t0: float):
+        """The extension built earlier (handed to the room, or in the cache), imported; None when
+        it is to be built. A CUDA extension on a machine that cannot run it raises NeedsGPU, also
+        when only its compile-only check is cached."""
+        name, objdir = job.a["name"], job.objdir
+        if job.full_key in self.prebuilt:
+            location = Path(self.prebuilt[job.full_key])
+        elif (objdir / "done").exists() and (objdir / f"{job.module_name}.so").exists():
+            location = objdir
+        elif (objdir / "compiled").exists() and job.with_cuda and not gpu_ok:
+            job.record["cached"] = True
             said = (objdir / "compiled").read_text().strip()  # what the check found (older caches: "ok")
-            raise NeedsGPU(f"{said if said != 'ok' else _compiled_message(a['name'], '')} (checked earlier)")
-        if not self.allow_build:
-            raise BuildError(f"extension '{a['name']}' is not built")
+            raise NeedsGPU(f"{said if said != 'ok' else _compiled_message(name, '')} (checked earlier)")
+        else:
+            return None
+        job.record["cached"] = True
+        if job.with_cuda and not gpu_ok:
+            raise NeedsGPU(f"extension '{name}' is CUDA code (compiled earlier); running it needs a GPU")
+        module = _import_so(job.module_name, location)
+        job.record["seconds"] = round(time.monotonic() - t0, 3)
+        return module
 
-        if self.emit:
-            self.emit("building", name=str(a["name"]), key=full_key)
-        stable = self.root / "work" / bind_key[:32]
-        fd = _lock_dir(self.root / "locks" / f"{bind_key[:32]}.lock", blocking=False)
+    def _build_inline(self, job: _Inline, gpu_ok: bool, t0: float):
+        """Build in the stable directory of the binding's key (or in one of our own while another
+        build holds it) and publish the .so into the cache; without a CUDA torch, only compile a
+        CUDA extension to objects, cache what that found and raise NeedsGPU."""
+        bind, full = job.bind_key[:32], job.full_key[:12]
+        stable = self.root / "work" / bind
+        fd = _lock_dir(self.root / "locks" / f"{bind}.lock", blocking=False)
         if fd is None:  # another build holds the stable directory: build on our own
-            stable = self.root / "work" / f"{bind_key[:32]}-{full_key[:12]}"
-            fd = _lock_dir(self.root / "locks" / f"{bind_key[:32]}-{full_key[:12]}.lock", blocking=True)
+            stable = self.root / "work" / f"{bind}-{full}"
+            fd = _lock_dir(self.root / "locks" / f"{bind}-{full}.lock", blocking=True)
         try:
             stable.mkdir(parents=True, exist_ok=True)
             stale = stable / "lock"
             if stale.exists():  # we hold the flock: nobody else is building here
                 stale.unlink()
-            self._register_generated(stable, cpp, cuda, functions, a)
-            if with_cuda and not gpu_ok:
-                message = _compiled_message(a["name"], self._compile_only(stable, module_name, cpp, cuda, a))
-                objdir.mkdir(parents=True, exist_ok=True)
-                _write_atomically(objdir / "compiled", message)  # the compile-only check, cached
-                record["seconds"] = round(time.monotonic() - t0, 3)
+            self._register_generated(stable, job.cpp, job.cuda, job.a["functions"], job.a)
+            if job.with_cuda and not gpu_ok:
+                lacks = self._compile_only(stable, job.module_name, job.cpp, job.cuda, job.a)
+                message = _compiled_message(job.a["name"], lacks)
+                job.objdir.mkdir(parents=True, exist_ok=True)
+                _write_atomically(job.objdir / "compiled", message)  # the compile-only check, cached
+                job.record["seconds"] = round(time.monotonic() - t0, 3)
                 raise NeedsGPU(message)
-            kwargs = dict(a)
-            kwargs.update(name=module_name, build_directory=str(stable), verbose=False)
-            module = None
-            rungs = HeaderRungs(self.root, cpp, cuda, with_cuda)
-            # cpp_extension names a rebuild with other flags `<name>_v1` (a module of the first
-            # name may be imported already); a failed build imported nothing, and the published
-            # .so must define PyInit_<module_name>: each rung builds under the same name
-            versions = getattr(torch.utils.cpp_extension, "JIT_EXTENSION_VERSIONER", None)
-            while module is None:
-                record.update(rungs.labels())
-                if versions is not None:
-                    versions.entries.pop(module_name, None)
-                try:
-                    module = self.orig_inline(**dict(
-                        kwargs, extra_cflags=[*_as_list(a["extra_cflags"]), *rungs.include_flags("binding")],
-                        extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]), *rungs.include_flags("kernel")]))
-                except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
-                    climbed = rungs.climb(_failed_units(str(exc)))
-                    if not climbed:
-                        raise self._build_error(a["name"], str(exc)) from None
-                    if self.emit:  # it uses something only a fuller header declares
-                        self.emit("building", name=str(a["name"]), key=full_key, headers=climbed)
-            self._publish(stable, module_name, objdir)
+            module = self._build_on_rungs(job, stable)
+            self._publish(stable, job.module_name, job.objdir)
         finally:
             _unlock(fd)
-        record["seconds"] = round(time.monotonic() - t0, 3)
+        return module
+
+    def _build_on_rungs(self, job: _Inline, stable: Path):
+        """cpp_extension's build with each unit on its lightest header rung; a unit that fails for
+        lack of a torch declaration climbs a rung and the build runs again."""
+        import torch
+
+        a = job.a
+        kwargs = dict(a)
+        kwargs.update(name=job.module_name, build_directory=str(stable), verbose=False)
+        module = None
+        rungs = HeaderRungs(self.root, job.cpp, job.cuda, job.with_cuda)
+        # cpp_extension names a rebuild with other flags `<name>_v1` (a module of the first
+        # name may be imported already); a failed build imported nothing, and the published
+        # .so must define PyInit_<module_name>: each rung builds under the same name
+        versions = getattr(torch.utils.cpp_extension, "JIT_EXTENSION_VERSIONER", None)
+        while module is None:
+            job.record.update(rungs.labels())
+            if versions is not None:
+                versions.entries.pop(job.module_name, None)
+            try:
+                module = self.orig_inline(**dict(
+                    kwargs, extra_cflags=[*_as_list(a["extra_cflags"]), *rungs.include_flags("binding")],
+                    extra_cuda_cflags=[*_as_list(a["extra_cuda_cflags"]), *rungs.include_flags("kernel")]))
+            except (RuntimeError, ImportError, OSError, subprocess.SubprocessError) as exc:
+                climbed = rungs.climb(_failed_units(str(exc)))
+                if not climbed:
+                    raise self._build_error(a["name"], str(exc)) from None
+                if self.emit:  # it uses something only a fuller header declares
+                    self.emit("building", name=str(a["name"]), key=job.full_key, headers=climbed)
         return module
 
     def _register_generated(self, directory: Path, cpp: list[str], cuda: list[str], functions, a) -> None:
@@ -226,33 +263,15 @@ class BuildCache:
         against the CUDA headers this host has and stand-ins for the rest (`host_cuda_headers`).
         Returns what this host lacks when that stopped the check short of the end ('' when both
         units compiled); raises BuildError on an error of the candidate's own."""
-        for unit, text in generated_sources(cpp, cuda, a).items():
-            (directory / UNIT_FILES[unit]).write_text(text)
-        host = host_cuda_headers(self.root)
-        cmds = compile_only_commands(module_name, a, host.flags)
-        rungs = HeaderRungs(self.root, cpp, cuda)
-        codes, outs = {}, {}
-
-        def compile_units(units) -> None:
-            procs = {u: subprocess.Popen(cmds[u] + rungs.include_flags(u), cwd=directory, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True) for u in units}
-            for u, proc in procs.items():
-                outs[u], codes[u] = proc.communicate()[0], proc.returncode
-
-        compile_units(cmds)
-        while any(codes.values()):
-            moved = rungs.climb({u: outs[u] for u in cmds if codes[u]})
-            if not moved:
-                break
-            compile_units(moved)
-        self.extensions[-1].update(rungs.labels())
-        text = "".join(outs.values())
+        units = compile_to_objects(self.root, directory, module_name, cpp, cuda, a)
+        self.extensions[-1].update(units.labels)
+        text = "".join(units.outputs.values())
         self.log += text
         diags = parse_diagnostics(text, self.smap)
-        if not any(codes.values()):
+        if not any(units.codes.values()):
             self.diagnostics.extend(diags)
             return ""
-        lacks = beyond_this_host("".join(outs[u] for u in cmds if codes[u]), host.stood_in)
+        lacks = beyond_this_host(units.failed_output(), units.stood_in)
         if not lacks:
             self.diagnostics.extend(diags)
             raise BuildError(f"building extension '{a['name']}' failed", text, diags)

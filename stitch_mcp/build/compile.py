@@ -1,8 +1,8 @@
 """Compiling load_inline's generated files outside cpp_extension's build: the two files it
 generates (`generated_sources`), the commands that compile them to objects as its build would
-(`compile_only_commands`), a unit climbing its ladder of headers (`compile_on_rungs`, for the
-wrapper corpus and its benchmark), and what the CPU host's compile-only check of a CUDA extension
-found (`_compiled_message`).
+(`compile_only_commands`), each unit climbing its ladder of headers (`compile_on_rungs`, for the
+wrapper corpus and its benchmark; `compile_to_objects`, the CPU host's compile-only check of a
+CUDA extension, which reports real compiler diagnostics before it stops with NeedsGPU).
 """
 
 from __future__ import annotations
@@ -118,6 +118,48 @@ def compile_on_rungs(root: Path, directory: Path, unit: str, sources: list[str],
             rungs.step[unit] += 1
         elif which == "every" or ok or not rungs.climb({unit: output}):
             return runs
+
+
+@dataclass
+class UnitsCompiled:
+    """Both of an extension's units compiled to objects on the CPU path: each unit's compiler
+    output and exit status on the rung it ended on, what those rungs are, and the CUDA library
+    headers that stood in for this host's missing ones."""
+
+    outputs: dict[str, str]
+    codes: dict[str, int]
+    labels: dict[str, str]
+    stood_in: list[str]
+
+    def failed_output(self) -> str:
+        return "".join(self.outputs[u] for u in self.outputs if self.codes[u])
+
+
+def compile_to_objects(root: Path, directory: Path, module_name: str, cpp: list[str], cuda: list[str],
+                       a: dict) -> UnitsCompiled:
+    """No CUDA torch here: compile the generated sources to objects, both units at once, against
+    the CUDA headers this host has and stand-ins for the rest (`host_cuda_headers`); a unit that
+    fails for lack of a torch declaration climbs a rung and compiles again."""
+    for unit, text in generated_sources(cpp, cuda, a).items():
+        (directory / UNIT_FILES[unit]).write_text(text)
+    host = host_cuda_headers(root)
+    cmds = compile_only_commands(module_name, a, host.flags)
+    rungs = HeaderRungs(root, cpp, cuda)
+    codes, outs = {}, {}
+
+    def compile_units(units) -> None:
+        procs = {u: subprocess.Popen(cmds[u] + rungs.include_flags(u), cwd=directory, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True) for u in units}
+        for u, proc in procs.items():
+            outs[u], codes[u] = proc.communicate()[0], proc.returncode
+
+    compile_units(cmds)
+    while any(codes.values()):
+        moved = rungs.climb({u: outs[u] for u in cmds if codes[u]})
+        if not moved:
+            break
+        compile_units(moved)
+    return UnitsCompiled(outs, codes, rungs.labels(), host.stood_in)
 
 
 def _compiled_message(name: str, lacks: str) -> str:
