@@ -1,8 +1,9 @@
 """The CUDA headers a CPU host lacks, for the compile-only check of a CUDA extension (no
-CUDA-enabled torch here): the two headers a CUDA build of torch generates, and the CUDA library
-headers ATen/cuda includes, found in the host's toolkit or NVIDIA's pip wheels, else declared by
-stand-ins (`host_cuda_headers`); and what in a failed check only a GPU machine has
-(`beyond_this_host`: a library this host has no headers for, a note rather than a compile error).
+CUDA-enabled torch here): the two headers a CUDA build of torch generates and the CUDA library
+headers ATen/cuda includes come from the host's toolkit or NVIDIA's pip wheels, else from
+stand-ins (`host_cuda_headers`), so the check reaches the candidate's own code; what it could not
+check (a call into a library this host has no headers for: `beyond_this_host`) is a note, not a
+compile error.
 """
 
 from __future__ import annotations
