@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stitch_mcp.build import write_manifest
+from stitch_mcp.build.cache import write_manifest
 from stitch_mcp.correctness import StageError
 from stitch_mcp.outcomes import WorkerResult
 

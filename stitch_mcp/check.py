@@ -199,7 +199,7 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
     """The build (in a sandboxed room) unless the candidate source's cache scope has it: returns
     (why it needs a GPU, or "") and the thread timing torch.compile's baseline meanwhile, if any.
     A failed build leaves report.verdict "error"."""
-    from stitch_mcp.build import cached_manifest
+    from stitch_mcp.build.cache import cached_manifest
     from stitch_mcp.build_room import build_in_room
 
     scope = candidate_scope(Path(settings.build_dir).expanduser(), cand.source)

@@ -76,7 +76,7 @@ class _Room:
         return Done()
 
     def load(self, message: Load, fds: list[int]) -> Loaded:
-        from stitch_mcp.build import BuildCache
+        from stitch_mcp.build.build_cache import BuildCache
 
         torch = self.torch
         t0 = time.monotonic()
@@ -189,7 +189,7 @@ def _failure(kind: str, exc: BaseException) -> Failed:
 
 def _guarded(what: str, fn):
     """Run candidate code; its exceptions become a Failed reply naming what was being done."""
-    from stitch_mcp.build import BuildError, NeedsGPU
+    from stitch_mcp.build.errors import BuildError, NeedsGPU
 
     try:
         return fn()

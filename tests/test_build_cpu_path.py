@@ -84,7 +84,7 @@ def test_cuda_candidate_calling_a_library_this_host_lacks_is_compiled_as_far_as_
     declarations told as notes (not checked here), never a compile error; cached."""
     r = check("cand_cuda_cublas")
     assert r.error_kind == "needs_gpu" and r.build.ok, r.summary
-    from stitch_mcp.build import host_cuda_headers
+    from stitch_mcp.build.host_headers import host_cuda_headers
 
     if "cublas_v2.h" in host_cuda_headers(tmp_path).stood_in:
         assert "cublas" in r.reasons[0] and "only as far as" in r.reasons[0]

@@ -1,19 +1,18 @@
-"""What a kernel translation unit is compiled against (stitch_mcp.build's header rungs), and when
+"""What a kernel translation unit is compiled against (stitch_mcp.build.headers), and when
 a failed build climbs to a fuller header. The compiles themselves are in test_check.py."""
 from pathlib import Path
 
 import pytest
 
-from stitch_mcp.build import (
-    _failed_units,
-    beyond_this_host,
+from stitch_mcp.build.diagnostics import _failed_units
+from stitch_mcp.build.headers import (
     binding_header_rungs,
-    host_cuda_headers,
     kernel_header_rungs,
     lacks_torch_declaration,
     per_operator_headers,
     uses_torch_namespace,
 )
+from stitch_mcp.build.host_headers import beyond_this_host, host_cuda_headers
 
 torch = pytest.importorskip("torch")
 from torch.utils.cpp_extension import include_paths  # noqa: E402

@@ -4,7 +4,7 @@ build does, as from the real torch/extension.h (issue 15 item 1: a candidate tha
 load_inline builds here), and a genuine error of the candidate's own costs no climb.
 
 Real compiles (nvcc for .cu, the host compiler for .cpp), compile-only, through
-stitch_mcp.build.compile_on_rungs and tools/bench_header_rungs.py (which also reports the times).
+stitch_mcp.build.compile.compile_on_rungs and tools/bench_header_rungs.py (which also reports the times).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_the_corpus_has_forty_styles_and_some_genuine_errors():
 
 
 def ladder(name: str, tmp_path: Path):
-    from stitch_mcp.build import compile_on_rungs
+    from stitch_mcp.build.compile import compile_on_rungs
 
     w = bench.corpus([name])[0]
     return w, compile_on_rungs(tmp_path, tmp_path / "work", w.unit, [w.source], w.functions, which="ladder")

@@ -9,7 +9,7 @@ torch/extension.h, how many build on the first rung, and what the light rung sav
     python tools/bench_header_rungs.py --only div_scalar --json out.json
 
 Each source is compiled to an object the way the CPU path compiles load_inline's generated files
-(stitch_mcp.build.compile_on_rungs): a .cu file as the kernel unit (cuda.cu, nvcc), a .cpp file as
+(stitch_mcp.build.compile.compile_on_rungs): a .cu file as the kernel unit (cuda.cu, nvcc), a .cpp file as
 the binding unit (main.cpp, the host compiler, with `// functions:` bound). `// expect: error`
 marks a source with a genuine error of its own (it must fail on every rung, and not climb).
 Times are wall and CPU (user + system of the compiler and its subprocesses) seconds, one compile
@@ -61,7 +61,7 @@ def corpus(only: list[str] | None = None) -> list[Wrapper]:
 def ladder_of(runs: list, using_torch: bool) -> list:
     """The compiles a build makes, out of compiles on every rung: up to the first that succeeds
     or that fails for a reason that does not climb."""
-    from stitch_mcp.build import lacks_torch_declaration
+    from stitch_mcp.build.headers import lacks_torch_declaration
 
     taken = []
     for run in runs:
@@ -73,7 +73,8 @@ def ladder_of(runs: list, using_torch: bool) -> list:
 
 def measure(w: Wrapper, root: Path, mode: str) -> dict:
     """{'ladder': [compiles], 'full': compile on torch/extension.h, 'every': [compiles] or None}"""
-    from stitch_mcp.build import compile_on_rungs, uses_torch_namespace
+    from stitch_mcp.build.compile import compile_on_rungs
+    from stitch_mcp.build.headers import uses_torch_namespace
 
     work = root / "work" / w.name
     if mode == "every":

@@ -234,7 +234,7 @@ def run_candidate(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     if args.build_root:
         # compile_and_check's build cache: the candidate's extension is imported from the .so that
         # its check built (~0 s) instead of a cold load_inline under ncu (23 s+ on an H100)
-        from stitch_mcp.build import BuildCache
+        from stitch_mcp.build.build_cache import BuildCache
 
         cache = BuildCache(Path(args.build_root), Path(args.cand).read_text(encoding="utf-8"), allow_build=True)
         cache.install()

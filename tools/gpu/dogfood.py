@@ -163,7 +163,7 @@ def select(problems: list[dict], spec: str | None) -> list[dict]:
 
 def build_one(path: Path, register_kill=None) -> dict[str, Any]:
     """Build a candidate's extensions into the server's build cache (the build stage of compile_and_check)."""
-    from stitch_mcp.build import cached_manifest
+    from stitch_mcp.build.cache import cached_manifest
     from stitch_mcp.build_room import build_in_room
     from stitch_mcp.check import _cuda_possible, candidate_scope
     from stitch_mcp.config import get_settings

@@ -47,7 +47,7 @@ def main() -> int:
     args = ap.parse_args()
     import torch.utils.cpp_extension as ce
 
-    from stitch_mcp.build import kernel_header_rungs
+    from stitch_mcp.build.headers import kernel_header_rungs
 
     work = Path(tempfile.mkdtemp(prefix="nvcc-phases-"))
     sources = cuda_sources(args.candidate)
