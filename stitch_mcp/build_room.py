@@ -93,9 +93,10 @@ def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> 
     extra = exc.extra
     if exc.kind == "needs_gpu":  # compiled as far as this host allows: keep that for next time
         publish_build(room.workdir / "build", scope)
-        extensions = extra.get("extensions") or []
-        write_manifest(scope, candidate_source, {"extensions": extensions, "needs_gpu": exc.message})
-        return {"needs_gpu": exc.message, "extensions": extensions, "diagnostics": [], "log_tail": ""}
+        extensions, diagnostics = extra.get("extensions") or [], extra.get("diagnostics") or []
+        write_manifest(scope, candidate_source, {"extensions": extensions, "needs_gpu": exc.message,
+                                                 "diagnostics": diagnostics})
+        return {"needs_gpu": exc.message, "extensions": extensions, "diagnostics": diagnostics, "log_tail": ""}
     diagnostics = extra.get("diagnostics") or []
     return {"error": {"kind": exc.kind, "message": exc.message, "line": extra.get("line"),
                       "diagnostics": diagnostics, "log": extra.get("log", "")},

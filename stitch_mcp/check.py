@@ -212,7 +212,8 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
         early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, {}, progress)
     if manifest is not None:
         report.build = BuildReport(ok=True, cached=True, extensions=[
-            _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])])
+            _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])],
+            diagnostics=_valid(Diagnostic, manifest.get("diagnostics", [])))
         report.stage_seconds["build"] = 0.0
         progress.update(1, 3, "build cached")
         return manifest.get("needs_gpu") or "", early_baselines

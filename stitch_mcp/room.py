@@ -194,7 +194,8 @@ def _guarded(what: str, fn):
     try:
         return fn()
     except NeedsGPU as exc:
-        raise _CandidateError(Failed(error_kind="needs_gpu", message=str(exc))) from None
+        raise _CandidateError(Failed(error_kind="needs_gpu", message=str(exc),
+                                     extra={"diagnostics": exc.diagnostics})) from None
     except BuildError as exc:
         raise _CandidateError(Failed(error_kind="compile_error", message=str(exc),
                                      extra={"log": exc.text[-8000:], "diagnostics": exc.diagnostics})) from None

@@ -90,4 +90,6 @@ def test_cuda_candidate_calling_a_library_this_host_lacks_is_compiled_as_far_as_
         assert "cublas" in r.reasons[0] and "only as far as" in r.reasons[0]
         assert any(d.severity == "note" and "cublasSgemv" in d.message for d in r.build.diagnostics)
     assert not [d for d in r.build.diagnostics if d.severity == "error"]
-    assert check("cand_cuda_cublas").build.cached
+    again = check("cand_cuda_cublas")
+    assert again.build.cached and again.error_kind == "needs_gpu"
+    assert [d.message for d in again.build.diagnostics] == [d.message for d in r.build.diagnostics]

@@ -177,7 +177,7 @@ class BuildCache:
                 job.objdir.mkdir(parents=True, exist_ok=True)
                 _write_atomically(job.objdir / "compiled", message)  # the compile-only check, cached
                 job.record["seconds"] = round(time.monotonic() - t0, 3)
-                raise NeedsGPU(message)
+                raise NeedsGPU(message, self.diagnostics)
             module = self._build_on_rungs(job, stable)
             self._publish(stable, job.module_name, job.objdir)
         finally:

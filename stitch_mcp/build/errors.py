@@ -6,7 +6,12 @@ from __future__ import annotations
 
 
 class NeedsGPU(Exception):
-    """A CUDA extension compiled, but this machine cannot run it (no CUDA device or CUDA torch)."""
+    """A CUDA extension compiled, but this machine cannot run it (no CUDA device or CUDA torch);
+    `diagnostics` holds what its compile-only check found (warnings, notes on what it could not check)."""
+
+    def __init__(self, message: str, diagnostics: list[dict] | None = None):
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
 
 
 class BuildError(Exception):
