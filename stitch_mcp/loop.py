@@ -116,7 +116,7 @@ def plan_mistarget(task_id: str, shares: list[tuple[str, float]]) -> str | None:
     text = text.lower()
     names: dict[str, set[str]] = {}
     for op, _ in shares:
-        names[op] = {op} | {k for k, v in an._ALIASES.items() if v == op} | {
+        names[op] = {op} | {k for k, v in an.ALIASES.items() if v == op} | {
             k.lower() for k, v in an.NN_MODULES.items() if v == op}
     mentioned = {op for op, words in names.items() if any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)}
     if not mentioned:
