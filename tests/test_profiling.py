@@ -557,3 +557,86 @@ def test_profile_kernel_quotes_the_checks_floor():
                                         "compute-bound: 137 GFLOP at 67 TFLOP/s FP32 (CUDA cores) (datasheet)"}})
     assert note.startswith("compile_and_check: the whole forward runs at 76% of its floor (2.05 ms; compute-bound")
     assert check_floor_note({"timing": {}}) is None and check_floor_note(None) is None
+
+
+# ------------------------------------------------------------------ word for word (ncu suggestions)
+
+# Each scenario: KernelDigest fields, the launch's metrics, DRAM %, and whether the H100's ceilings
+# are known; between them they reach every suggestion. The expected lists are in
+# fixtures/ncu/suggestions.json (text, metric, value, doc query and rank of each, in order).
+SUGGESTION_SCENARIOS = {
+    "launch_bound": ({"bound": "launch-bound", "duration_us": 3.2, "grid": "(1,1,1)"},
+                     {"launch__waves_per_multiprocessor": 0.01}, None, True),
+    "memory_near_the_copy_bandwidth": ({"bound": "memory-bound", "memory_pct": 90.0, "dram_gbps": 2900.0}, {}, 85.0,
+                                       True),
+    "memory_at_dram": ({"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 1000.0}, {}, 70.0, True),
+    "memory_at_dram_no_ceilings": ({"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 3000.0}, {}, 70.0,
+                                   False),
+    "memory_in_the_caches_register_limit": (
+        {"bound": "memory-bound", "memory_pct": 80.0, "theoretical_occupancy_pct": 37.5,
+         "occupancy_limiter": "registers (3 blocks/SM)", "registers_per_thread": 96}, {}, None, True),
+    "stalls": ({"bound": "latency-bound", "compute_pct": 20.0, "memory_pct": 30.0,
+                "stalls": [{"reason": "long_scoreboard", "share": 0.3}, {"reason": "lg_throttle", "share": 0.25},
+                           {"reason": "mio_throttle", "share": 0.15}, {"reason": "short_scoreboard", "share": 0.1},
+                           {"reason": "barrier", "share": 0.2}]}, {}, 10.0, True),
+    "stalls_at_their_thresholds": ({"bound": "latency-bound", "stalls": [
+        {"reason": "long_scoreboard", "share": 0.25}, {"reason": "lg_throttle", "share": 0.2},
+        {"reason": "barrier", "share": 0.2}, {"reason": "short_scoreboard", "share": 0.25}]}, {}, None, True),
+    "stalls_below_their_thresholds": ({"bound": "latency-bound", "stalls": [
+        {"reason": "long_scoreboard", "share": 0.24}, {"reason": "lg_throttle", "share": 0.19},
+        {"reason": "barrier", "share": 0.19}, {"reason": "mio_throttle", "share": 0.24}]}, {}, None, True),
+    "compute_bound_fp32": ({"bound": "compute-bound", "compute_pct": 85.0, "tensor_pipe_pct": 0.0},
+                           {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": (88.0, "%")}, 15.0, True),
+    "busy_fma_pipe": ({"bound": "latency-bound"},
+                      {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": (40.0, "%")}, None, True),
+    "math_pipe_throttle": ({"bound": "latency-bound", "stalls": [{"reason": "math_pipe_throttle", "share": 0.2}]},
+                           {}, None, True),
+    "compute_bound_on_tensor_cores": ({"bound": "compute-bound", "compute_pct": 85.0, "tensor_pipe_pct": 5.0}, {},
+                                      None, True),
+    "shared_memory_limit": ({"bound": "latency-bound", "theoretical_occupancy_pct": 25.0,
+                             "occupancy_limiter": "shared memory (2 blocks/SM)", "shared_mem_bytes": 98304},
+                            {}, None, True),
+    "block_size_limit": ({"bound": "latency-bound", "theoretical_occupancy_pct": 12.5, "block": "(32,1,1)",
+                          "occupancy_limiter": "blocks per SM (32)"}, {}, None, True),
+    "other_limit_or_compute_bound": ({"bound": "compute-bound", "compute_pct": 70.0, "tensor_pipe_pct": 50.0,
+                                      "theoretical_occupancy_pct": 25.0, "occupancy_limiter": "registers"},
+                                     {}, None, True),
+    "few_waves": ({"bound": "latency-bound", "grid": "(40,1,1)", "achieved_occupancy_pct": 10.0,
+                   "theoretical_occupancy_pct": 100.0}, {"launch__waves_per_multiprocessor": 0.3}, None, True),
+    "tail_wave": ({"bound": "latency-bound", "achieved_occupancy_pct": 40.0, "theoretical_occupancy_pct": 100.0},
+                  {"launch__waves_per_multiprocessor": 1.0}, None, True),
+    "tail_wave_memory_bound": ({"bound": "memory-bound", "memory_pct": 70.0, "achieved_occupancy_pct": 40.0,
+                                "theoretical_occupancy_pct": 100.0}, {}, 65.0, True),
+    "spills": ({"bound": "latency-bound"}, {"sass__inst_executed_register_spilling": (1234.0, "")}, None, True),
+    "low_l2_hit_rate": ({"bound": "latency-bound", "l2_hit_pct": 30.0, "arithmetic_intensity": 4.0}, {}, 45.0, True),
+    "low_l2_hit_rate_low_intensity": ({"bound": "latency-bound", "l2_hit_pct": 30.0, "arithmetic_intensity": 1.0},
+                                      {}, 45.0, True),
+    "everything_at_once": (
+        {"bound": "memory-bound", "memory_pct": 90.0, "compute_pct": 10.0, "dram_gbps": 500.0, "grid": "(8,1,1)",
+         "theoretical_occupancy_pct": 25.0, "occupancy_limiter": "registers", "registers_per_thread": 128,
+         "l2_hit_pct": 10.0, "arithmetic_intensity": 2.0, "tensor_pipe_pct": None,
+         "stalls": [{"reason": "long_scoreboard", "share": 0.5}, {"reason": "barrier", "share": 0.3}]},
+        {"launch__waves_per_multiprocessor": 0.1, "sass__inst_executed_register_spilling": 7.0,
+         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": 60.0}, 40.0, True),
+    "nothing_stands_out": ({"bound": "latency-bound", "compute_pct": 30.4, "memory_pct": 20.6}, {}, None, True),
+    "nothing_known": ({}, {}, None, False),
+}
+
+
+def _suggestions_for(scenario: str) -> list[dict]:
+    from stitch_mcp.models import KernelDigest
+
+    fields, metrics, dram_pct, with_ceilings = SUGGESTION_SCENARIOS[scenario]
+    d = KernelDigest(name="k", **fields)
+    launch = N.Launch(id=0, name="k", metrics={k: v if isinstance(v, tuple) else (v, "") for k, v in metrics.items()})
+    ceil = ceilings_for("NVIDIA H100 80GB HBM3") if with_ceilings else None
+    return [s.model_dump() for s in N.suggestions(d, launch, dram_pct, ceil)]
+
+
+def test_suggestions_word_for_word():
+    import json
+
+    expected = json.loads((NCU_FIX / "suggestions.json").read_text())
+    assert set(expected) == set(SUGGESTION_SCENARIOS)
+    for scenario in SUGGESTION_SCENARIOS:
+        assert _suggestions_for(scenario) == expected[scenario], scenario
