@@ -640,3 +640,70 @@ def test_suggestions_word_for_word():
     assert set(expected) == set(SUGGESTION_SCENARIOS)
     for scenario in SUGGESTION_SCENARIOS:
         assert _suggestions_for(scenario) == expected[scenario], scenario
+
+
+# ------------------------------------------------------------------ nsys exports with columns or tables missing
+
+
+def _export(path: Path, tables: dict[str, tuple[str, list[tuple]]]) -> Path:
+    """A small SQLite export: table -> (its columns, its rows)."""
+    db = sqlite3.connect(path)
+    for table, (columns, rows) in tables.items():
+        db.execute(f"CREATE TABLE {table} ({columns})")
+        if rows:
+            db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    db.commit()
+    db.close()
+    return path
+
+
+def test_nsys_export_without_optional_columns(tmp_path):
+    """No thread, event type, text id or launch name columns; kernels by short name with no grid, block or
+    stream; copies without a kind or a correlation. What falls outside the iteration is left out."""
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import Copy, Kernel, Op, Trace
+
+    path = _export(tmp_path / "sparse.sqlite", {
+        "StringIds": ("id, value", [(1, "cudaLaunchKernel_v7000"), (2, "my_kernel")]),
+        "NVTX_EVENTS": ("start, end, text", [(100, 1000, "stitch_iter_0"), (200, 400, "aten::mul"),
+                                             (250, 300, "aten::mul_inner"), (10, 50, "aten::early"),
+                                             (500, 400, "aten::backwards"), (600, None, "aten::open")]),
+        "CUPTI_ACTIVITY_KIND_RUNTIME": ("start, correlationId", [(210, 7), (20, 8)]),
+        "CUPTI_ACTIVITY_KIND_KERNEL": ("start, end, shortName, correlationId",
+                                       [(300, 350, 2, 7), (600, 650, "named_by_text", None), (5000, 5100, 2, None),
+                                        (700, 720, None, 8)]),
+        "CUPTI_ACTIVITY_KIND_MEMCPY": ("start, end, bytes", [(800, 900, 4096), (9000, 9100, 1)]),
+    })
+    assert parse_sqlite(path) == Trace(
+        backend="nsys", device="", on_gpu=True, iterations=[(100.0, 1000.0)],
+        ops=[Op("aten::mul", 200.0, 400.0, 0)],
+        kernels=[Kernel("my_kernel", 300.0, 350.0, op="aten::mul", iteration=0, grid="(1,1,1)", block="(1,1,1)"),
+                 Kernel("named_by_text", 600.0, 650.0, op="", iteration=0, grid="(1,1,1)", block="(1,1,1)")],
+        copies=[Copy("memcpy", 800.0, 900.0, nbytes=4096, op="", iteration=0)],
+        launches=0, notes=[])
+
+
+def test_nsys_export_without_ranges_is_one_iteration(tmp_path):
+    """No NVTX table: the whole capture is one iteration; copy kinds named by ENUM_CUDA_MEMCPY_OPER's `name`
+    when it has no `label`; a memset is a memset whatever its copyKind says."""
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import Copy, Kernel, Trace
+
+    path = _export(tmp_path / "bare.sqlite", {
+        "TARGET_INFO_GPU": ("id, name", []),
+        "ENUM_CUDA_MEMCPY_OPER": ("id, name", [(1, "Host-to-Device"), (2, "Something else entirely")]),
+        "CUPTI_ACTIVITY_KIND_KERNEL": ("start, end, demangledName, gridX, blockX, streamId",
+                                       [(1000, 3000, "void k(int)", 4, 256, 3)]),
+        "CUPTI_ACTIVITY_KIND_MEMCPY": ("start, end, bytes, copyKind, correlationId",
+                                       [(500, 700, 64, 1, 99), (3500, 3600, 8, 2, None), (3600, 3700, 8, 10, None)]),
+        "CUPTI_ACTIVITY_KIND_MEMSET": ("start, end, bytes, copyKind", [(3700, 4000, None, 1)]),
+    })
+    assert parse_sqlite(path) == Trace(
+        backend="nsys", device="", on_gpu=True, iterations=[(500.0, 4000.0)],
+        kernels=[Kernel("void k(int)", 1000.0, 3000.0, op="", iteration=0, grid="(4,1,1)", block="(256,1,1)",
+                        stream=3)],
+        copies=[Copy("HtoD", 500.0, 700.0, nbytes=64, op="", iteration=0),
+                Copy("memcpy", 3500.0, 3600.0, nbytes=8, op="", iteration=0),
+                Copy("PtoP", 3600.0, 3700.0, nbytes=8, op="", iteration=0),
+                Copy("memset", 3700.0, 4000.0, nbytes=0, op="", iteration=0)],
+        notes=["no stitch_iter NVTX ranges in the report; using the whole capture as one iteration"])
