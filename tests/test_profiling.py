@@ -707,3 +707,79 @@ def test_nsys_export_without_ranges_is_one_iteration(tmp_path):
                 Copy("PtoP", 3600.0, 3700.0, nbytes=8, op="", iteration=0),
                 Copy("memset", 3700.0, 4000.0, nbytes=0, op="", iteration=0)],
         notes=["no stitch_iter NVTX ranges in the report; using the whole capture as one iteration"])
+
+
+# ------------------------------------------------------------------ torch.profiler Chrome traces
+
+
+def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": tid, "args": args}
+
+
+def test_chrome_trace_ties_gpu_work_to_its_top_level_op():
+    """Kernels and copies go to the top-level op that launched them: by External id, by the launch
+    call's External id, or by the op open on the launching thread; work outside an iteration is left out."""
+    from stitch_mcp.profiling.torchprof import parse_chrome_trace
+    from stitch_mcp.profiling.trace import Copy, Kernel, Op, Trace
+
+    events = [
+        {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 150},  # not a complete event
+        _x("user_annotation", "stitch_iter_0", 100, 100), _x("user_annotation", "stitch_iter_1", 300, 100),
+        _x("user_annotation", "other_range", 0, 1000),
+        _x("cpu_op", "aten::early", 10, 20),  # before the first iteration
+        _x("cpu_op", "aten::linear", 110, 50, **{"External id": 1}),
+        _x("cpu_op", "aten::addmm", 115, 30, **{"External id": 2}),  # nested: belongs to aten::linear
+        _x("cpu_op", "aten::relu", 170, 20, **{"External id": 3}),
+        _x("cpu_op", "aten::add", 120, 40, tid=2),  # another thread
+        _x("cpu_op", "aten::mul", 310, 40, **{"External id": 4}),
+        _x("cuda_runtime", "cudaLaunchKernel", 116, 2, correlation=10, **{"External id": 2}),
+        _x("cuda_runtime", "cudaLaunchKernel", 175, 2, correlation=11),
+        _x("cuda_driver", "cuLaunchKernel", 125, 2, tid=2, correlation=12),
+        _x("cuda_runtime", "cudaMemcpyAsync", 320, 2, correlation=13),
+        _x("cuda_runtime", "cudaLaunchKernel", 50, 2, correlation=14),  # outside: not counted
+        _x("cuda_runtime", "cudaStreamSynchronize", 330, 2),
+        _x("kernel", "gemm", 130, 10, correlation=10, grid=[4, 2, 1], block=[128, 1, 1], stream=7),
+        _x("kernel", "relu_kernel", 180, 5, correlation=11, grid=[1, 1, 1], block=[256, 1, 1], stream=7),
+        _x("kernel", "add_kernel", 140, 5, correlation=12, grid="(2,1,1)"),
+        _x("kernel", "mul_kernel", 340, 5, **{"External id": 4}),
+        _x("kernel", "orphan", 900, 5, correlation=99),
+        _x("kernel", "warmup", 60, 5, correlation=14),
+        _x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 335, 3, correlation=13, bytes=4096),
+        _x("gpu_memcpy", "Memcpy weird", 336, 1, correlation=13),
+        _x("gpu_memset", "Memset (Device)", 345, 1, bytes=64, **{"External id": 4}),
+        _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 950, 1, correlation=98),
+    ]
+    t = parse_chrome_trace({"traceEvents": events}, device="NVIDIA H100 80GB HBM3")
+    us = 1e3  # the trace's µs in ns
+    linear, relu, mul = Op("aten::linear", 110 * us, 160 * us, 0), Op("aten::relu", 170 * us, 190 * us, 0), \
+        Op("aten::mul", 310 * us, 350 * us, 1)
+    assert t == Trace(
+        backend="torch", device="NVIDIA H100 80GB HBM3", on_gpu=True, iterations=[(100 * us, 200 * us),
+                                                                                  (300 * us, 400 * us)],
+        ops=[linear, relu, mul, Op("aten::add", 120 * us, 160 * us, 0)],
+        kernels=[Kernel("gemm", 130 * us, 140 * us, "aten::linear", 0, "(4,2,1)", "(128,1,1)", 7),
+                 Kernel("relu_kernel", 180 * us, 185 * us, "aten::relu", 0, "(1,1,1)", "(256,1,1)", 7),
+                 Kernel("add_kernel", 140 * us, 145 * us, "aten::add", 0, "(2,1,1)", "", 0),
+                 Kernel("mul_kernel", 340 * us, 345 * us, "aten::mul", 1, "", "", 0)],
+        copies=[Copy("DtoH", 335 * us, 338 * us, 4096, "aten::mul", 1),
+                Copy("memcpy", 336 * us, 337 * us, 0, "aten::mul", 1),
+                Copy("memset", 345 * us, 346 * us, 64, "aten::mul", 1)],
+        launches=3)
+
+
+def test_chrome_trace_without_iterations_or_gpu_work(tmp_path):
+    """No iteration ranges: the whole trace is one iteration; no kernels or launch calls: a CPU run."""
+    import json
+
+    from stitch_mcp.profiling.torchprof import parse_chrome_trace
+    from stitch_mcp.profiling.trace import Op, Trace
+
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": [_x("cpu_op", "aten::mm", 5, 10), _x("cpu_op", "aten::add", 20, 5)]}))
+    assert parse_chrome_trace(path) == Trace(
+        backend="torch", on_gpu=False, iterations=[(5000.0, 25000.0)],
+        ops=[Op("aten::mm", 5000.0, 15000.0, 0), Op("aten::add", 20000.0, 25000.0, 0)],
+        notes=["no iteration ranges found in the trace; treating the whole trace as one iteration"])
+    assert parse_chrome_trace({"traceEvents": []}, on_gpu=True) == Trace(
+        backend="torch", on_gpu=True, notes=["no iteration ranges found in the trace; treating the whole trace as "
+                                             "one iteration"])
