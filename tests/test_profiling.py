@@ -783,3 +783,38 @@ def test_chrome_trace_without_iterations_or_gpu_work(tmp_path):
     assert parse_chrome_trace({"traceEvents": []}, on_gpu=True) == Trace(
         backend="torch", on_gpu=True, notes=["no iteration ranges found in the trace; treating the whole trace as "
                                              "one iteration"])
+
+
+def test_reference_digest_findings_and_notes_word_for_word():
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import Kernel, Trace, digest
+
+    t = parse_sqlite(NSYS_FIX)
+    costs = {"conv2d": {"flops": 2e9, "bytes": 8e6, "calls": 1, "dtype": "torch.float32"},
+             "add": {"flops": 0.0, "bytes": 12e6, "calls": 1, "dtype": "torch.float32"}}
+    p = digest(t, ceilings_for(t.device), costs, max_ops=2, max_kernels=3)
+    assert len(p.ops) == 2 and len(p.kernels) == 3
+    assert p.notes[-2:] == ["3 more ops not shown", "1 more kernel kinds not shown"]
+    assert [(f.code, f.severity, f.confidence, f.message) for f in p.findings] == [
+        ("fusion_candidate", "info", "probable", "fuse batch_norm -> hardtanh -> add after conv2d into one kernel "
+         "(epilogue of conv2d): ~160.0 us of GPU time now, each op re-reads and re-writes the tensor"),
+        ("host_gaps", "warning", "probable", "GPU idle 45% of each iteration (4 launches, 123.0 us GPU work per "
+         "launch): the GPU waits on the host (host work, synchronizations, copies): keep the forward on the GPU and "
+         "avoid syncs"),
+        ("avoidable_copy", "warning", "possible", "4.2 MB copied per iteration (DtoH, 30.0 us): keep data on the GPU "
+         "/ compute in place"),
+        ("avoidable_copy", "info", "possible", "aten::to takes 6% (30.0 us): a layout copy a fused kernel could avoid "
+         "by reading the strided input directly"),
+        ("far_from_floor", "info", "probable", "aten::conv2d: 302.0 us vs floor 29.9 us (10x; intensity 250.0 "
+         "FLOP/B): room for a better kernel"),
+        ("far_from_floor", "info", "probable", "aten::add: 40.0 us vs floor 4.0 us (10x; intensity 0.0 FLOP/B): room "
+         "for a better kernel")]
+    assert [e.text for e in p.findings[0].evidence] == ["batch_norm -> hardtanh -> add"]
+    assert [e.text for e in p.findings[1].evidence] == ["wall 900.0 us, GPU busy 492.0 us"]
+    # ten 1 us kernels in a 1 ms iteration: launch overhead
+    tiny = Trace(backend="torch", iterations=[(0, 1e6)], kernels=[Kernel("k", i * 1e5, i * 1e5 + 1e3, iteration=0)
+                                                                  for i in range(10)])
+    launch = [f for f in digest(tiny, ceilings_for(t.device), {}).findings if f.code == "launch_bound"]
+    assert [f.message for f in launch] == [
+        "GPU idle 99% of each iteration (10 launches, 1.0 us GPU work per launch): launch overhead dominates: fuse ops "
+        "to cut launches or capture the forward in a CUDA graph"]
