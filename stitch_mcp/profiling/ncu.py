@@ -332,24 +332,8 @@ def kernel_digest(l: Launch, ceil: Ceilings, launches: int = 1) -> KernelDigest:
         d.spill_bytes = int(spill_bytes)
     elif spill_inst is not None:
         d.spill_bytes = 0 if spill_inst == 0 else None
-    # stalls
-    stalls = {}
-    for name in l.metrics:
-        m = STALL_RE.match(name)
-        if m and m.group(1) != "selected":
-            v = l.num(name)
-            if v:
-                stalls[m.group(1)] = v
-    total = sum(stalls.values())
-    d.stalls = [Stall(reason=k, share=v / total) for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:4]] \
-        if total else []
-    tensor = [l.num(n) for n in ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                                 "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-                                 "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg."
-                                 "pct_of_peak_sustained_elapsed",
-                                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active")]
-    tensor = [t for t in tensor if t is not None]
-    d.tensor_pipe_pct = max(tensor) if tensor else None
+    d.stalls = _top_stalls(l)
+    d.tensor_pipe_pct = _tensor_pipe_pct(l)
     # roofline
     flops, kind = _flops(l)
     peak = _peak_tflops(ceil, kind) * 1e12
@@ -364,6 +348,31 @@ def kernel_digest(l: Launch, ceil: Ceilings, launches: int = 1) -> KernelDigest:
     d.suggestions = suggestions(d, l, dram_pct, ceil)
     d.hot_lines = hot_lines(l.source)
     return d
+
+
+def _top_stalls(l: Launch) -> list[Stall]:
+    """The four main stall reasons, each with its share of all stalls."""
+    stalls = {}
+    for name in l.metrics:
+        m = STALL_RE.match(name)
+        if m and m.group(1) != "selected":
+            v = l.num(name)
+            if v:
+                stalls[m.group(1)] = v
+    total = sum(stalls.values())
+    return [Stall(reason=k, share=v / total) for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:4]] \
+        if total else []
+
+
+def _tensor_pipe_pct(l: Launch) -> float | None:
+    """The busiest tensor-pipe metric this GPU and ncu report."""
+    tensor = [l.num(n) for n in ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                                 "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                                 "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg."
+                                 "pct_of_peak_sustained_elapsed",
+                                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active")]
+    tensor = [t for t in tensor if t is not None]
+    return max(tensor) if tensor else None
 
 
 def verdict(d: KernelDigest, l: Launch, dram_pct: float | None, flops: float | None, kind: str,
