@@ -303,7 +303,7 @@ def _give_order(started: _Started, workdir: Path, env: dict[str, str] | None) ->
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(order).encode() + b"\n")
         proc.stdin.close()
-    except OSError:  # it died before its order: the outcome below says how
+    except OSError:  # it died before its order: _classify says how it ended
         pass
 
 
