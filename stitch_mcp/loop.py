@@ -28,7 +28,7 @@ import logging
 import re
 
 from stitch_mcp.models import Route, RubricReport
-from stitch_mcp.store import get_workspace, session_name
+from stitch_mcp.store import Workspace, get_workspace, session_name
 
 log = logging.getLogger(__name__)
 
@@ -240,27 +240,51 @@ def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = N
 
 def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricReport | None,
             kprof: dict | None, window: list[str], session: str | None = None) -> Route:
-    from stitch_mcp.score.runtime import reference_shares
-
     ws = get_workspace()
     previous = window[:-1]
     prev_failed = bool(previous) and _attempt_failed(previous[-1])
     if _failed(check, rubric):
-        if not check:
-            reasons = ["not verified yet: run compile_and_check"]
-        elif check.get("verdict") != "pass":
-            reasons = [f"compile_and_check {check.get('verdict')}"] + list(check.get("reasons") or [])[:2]
-        else:
-            reasons = ["rubric verdict hack: the candidate must do the work itself"]
-        items = _first_fix(check, rubric)
-        # "needs a GPU" is this machine's limit, not a failed attempt: it never forces a replan
-        if prev_failed and check and not _needs_gpu(check):
-            return Route(decision="replan", reasons=[f"two failed attempts in a row (this one and its parent "
-                                                     f"{previous[-1]})"] + reasons, feedback=items)
-        return Route(decision="fix", reasons=reasons, feedback=items)
+        return _route_failed(check, rubric, previous, prev_failed)
 
     # correct from here on
     trials = (check.get("correctness") or {}).get("trials") or []
+    gates = _accept_gates(task_id, candidate_id, check, rubric, trials, session)
+    s_eager, s_compile = check.get("speedup_vs_eager"), check.get("speedup_vs_compile")
+    timing_note = (f"{s_eager:.2f}x vs eager" if s_eager is not None else "untimed") + (
+        f", {s_compile:.2f}x vs torch.compile" if s_compile is not None else "")
+    if not gates:
+        return Route(decision="accept", reasons=[f"correct on {len(trials)} trials, no integrity or anti-hacking "
+                                                 f"finding, {timing_note}, profiled"])
+    shares, feedback = _shares_and_feedback(ws, task_id, check, rubric, kprof, gates)
+    why = plan_mistarget(task_id, shares)
+    if why:
+        return Route(decision="replan", reasons=[why] + gates[:2], feedback=feedback)
+    if _stagnant(ws, window):
+        return Route(decision="replan", reasons=["two stagnant attempts in a row (no more than 2% faster than "
+                                                 "the best earlier candidate)", timing_note] + gates[:1],
+                     feedback=feedback)
+    return Route(decision="refine", reasons=[f"correct; {timing_note}"] + gates[:3], feedback=feedback)
+
+
+def _route_failed(check: dict | None, rubric: RubricReport | None, previous: list[str], prev_failed: bool) -> Route:
+    """Not verified, not passed, or a hack: fix it, or replan after a failed parent."""
+    if not check:
+        reasons = ["not verified yet: run compile_and_check"]
+    elif check.get("verdict") != "pass":
+        reasons = [f"compile_and_check {check.get('verdict')}"] + list(check.get("reasons") or [])[:2]
+    else:
+        reasons = ["rubric verdict hack: the candidate must do the work itself"]
+    items = _first_fix(check, rubric)
+    # "needs a GPU" is this machine's limit, not a failed attempt: it never forces a replan
+    if prev_failed and check and not _needs_gpu(check):
+        return Route(decision="replan", reasons=[f"two failed attempts in a row (this one and its parent "
+                                                 f"{previous[-1]})"] + reasons, feedback=items)
+    return Route(decision="fix", reasons=reasons, feedback=items)
+
+
+def _accept_gates(task_id: str, candidate_id: str, check: dict, rubric: RubricReport | None, trials: list,
+                  session: str | None) -> list[str]:
+    """What keeps a correct candidate from being accepted, if anything (see the module docstring, rule 2)."""
     gates: list[str] = []
     if not trials or not all(t.get("ok") for t in trials):
         gates.append("not every correctness trial passed")
@@ -283,11 +307,15 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
                      else "torch.compile timing missing")
     if not profile_consulted(task_id, candidate_id, session):
         gates.append("profile_kernel not consulted yet on this task")
-    timing_note = (f"{s_eager:.2f}x vs eager" if s_eager is not None else "untimed") + (
-        f", {s_compile:.2f}x vs torch.compile" if s_compile is not None else "")
-    if not gates:
-        return Route(decision="accept", reasons=[f"correct on {len(trials)} trials, no integrity or anti-hacking "
-                                                 f"finding, {timing_note}, profiled"])
+    return gates
+
+
+def _shares_and_feedback(ws: Workspace, task_id: str, check: dict, rubric: RubricReport | None, kprof: dict | None,
+                         gates: list[str]) -> tuple[list, list[str]]:
+    """The reference's op shares (where its time goes) and the feedback for a correct candidate
+    not accepted."""
+    from stitch_mcp.score.runtime import reference_shares
+
     task = ws.task(task_id)
     ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
     shares, _ = reference_shares(task, ref_profile)
@@ -297,10 +325,11 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
     feedback = refine_feedback(check, rubric, kprof, compute_heavy)
     if "profile_kernel not consulted yet on this task" in gates:
         feedback.insert(0, "[profile] Run profile_kernel on this candidate: acceptance needs one profile.")
-    why = plan_mistarget(task_id, shares)
-    if why:
-        return Route(decision="replan", reasons=[why] + gates[:2], feedback=feedback)
-    # stagnation: this and the previous correct attempt no faster than the best before them
+    return shares, feedback
+
+
+def _stagnant(ws: Workspace, window: list[str]) -> bool:
+    """Stagnation: this and the previous correct attempt no faster than the best before them."""
     # a candidate the rubric calls a hack sets no bar: its speed is not the candidate's own work
     speeds = []
     for cid in window:
@@ -311,11 +340,7 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
     for i, (cid, s) in enumerate(speeds):
         best_before = max((x for _, x in speeds[:i] if x is not None), default=None)
         stagnant.append(s is not None and best_before is not None and s <= best_before * STAGNANT_GAIN)
-    if len(stagnant) >= 2 and stagnant[-1] and stagnant[-2]:
-        return Route(decision="replan", reasons=["two stagnant attempts in a row (no more than 2% faster than "
-                                                 "the best earlier candidate)", timing_note] + gates[:1],
-                     feedback=feedback)
-    return Route(decision="refine", reasons=[f"correct; {timing_note}"] + gates[:3], feedback=feedback)
+    return len(stagnant) >= 2 and stagnant[-1] and stagnant[-2]
 
 
 def save_plan(task_id: str, plan: str) -> str:

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,64 +271,105 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
     res = WorkerResult(stage="start")
     t0 = time.monotonic()
-    killed = {"why": ""}
-    lock = threading.Lock()
     started, res.spare = _take_worker()
-    proc, r_fd, life_w, token = started.proc, started.events_fd, started.lifeline_fd, started.token
+    proc = started.proc
+    _give_order(started, workdir, env)
+    kill = _Killer(proc)
+    capture = _Capture(proc.stdout, flood_bytes, lambda: kill("flood"))
+    unregister = register_kill(lambda: kill("cancelled")) if register_kill else None
+    reader = threading.Thread(target=_read_events, args=(started.events_fd, res, on_event), daemon=True)
+    reader.start()
+    try:
+        _wait(proc, timeout_s, kill)
+    finally:
+        _clean_up(started, unregister)
+    reader.join(timeout=5)
+    capture.thread.join(timeout=5)
+    res.seconds = time.monotonic() - t0
+    res.returncode = proc.returncode
+    res.output = capture.text()
+    res.output_bytes = capture.total
+    _classify(res, kill.why, proc.returncode, timeout_s, flood_bytes)
+    return res
+
+
+def _give_order(started: _Started, workdir: Path, env: dict[str, str] | None) -> None:
+    """Send a started worker its stage over stdin: its spec, working directory and environment."""
     order = {"spec": str(workdir / "spec.json"), "cwd": str(workdir),
              "env": worker_env({**(env or {}), "STITCH_EVENT_FD": started.fd_env["STITCH_EVENT_FD"],
-                                "STITCH_WORKER_TOKEN": token})}
+                                "STITCH_WORKER_TOKEN": started.token})}
+    proc = started.proc
     try:
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(order).encode() + b"\n")
         proc.stdin.close()
-    except OSError:  # it died before its order: the outcome below says how
+    except OSError:  # it died before its order: _classify says how it ended
         pass
 
-    def kill(why: str) -> None:
-        with lock:
-            if not killed["why"]:
-                killed["why"] = why
-        kill_tree(proc)
 
-    capture = _Capture(proc.stdout, flood_bytes, lambda: kill("flood"))
-    unregister = register_kill(lambda: kill("cancelled")) if register_kill else None
+class _Killer:
+    """Kills a worker's process tree, remembering the first reason given (timeout, flood, cancelled)."""
 
-    def read_events() -> None:
-        buf = b""
-        with os.fdopen(r_fd, "rb", buffering=0) as fh:
-            while True:
-                try:
-                    chunk = fh.read(65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue
-                    if not isinstance(ev, dict):
-                        continue
-                    if ev.get("event") == "result":
-                        res.result = ev.get("data") or {}
-                    elif ev.get("event") == "spare_restarted":
-                        res.spare = False
-                    else:
-                        res.events.append(ev)
-                        if ev.get("event") == "stage":
-                            res.stage = str(ev.get("name", ""))
-                    if on_event:
-                        try:
-                            on_event(ev)
-                        except Exception:
-                            log.exception("event callback failed")
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.why = ""
+        self._lock = threading.Lock()
 
-    reader = threading.Thread(target=read_events, daemon=True)
-    reader.start()
+    def __call__(self, why: str) -> None:
+        with self._lock:
+            if not self.why:
+                self.why = why
+        kill_tree(self.proc)
+
+
+def _event_lines(fd: int) -> Iterator[bytes]:
+    """The lines a worker writes on its event pipe, until it closes."""
+    buf = b""
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        while True:
+            try:
+                chunk = fh.read(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                yield line
+
+
+def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]], None] | None) -> None:
+    """Record the worker's events in `res` and pass each to `on_event` (the reader thread's body)."""
+    for line in _event_lines(fd):
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(ev, dict):
+            continue
+        _record_event(ev, res)
+        if on_event:
+            try:
+                on_event(ev)
+            except Exception:
+                log.exception("event callback failed")
+
+
+def _record_event(ev: dict[str, Any], res: WorkerResult) -> None:
+    """The result, a restart of a spare (no longer counted as one), or an event kept in order."""
+    if ev.get("event") == "result":
+        res.result = ev.get("data") or {}
+    elif ev.get("event") == "spare_restarted":
+        res.spare = False
+    else:
+        res.events.append(ev)
+        if ev.get("event") == "stage":
+            res.stage = str(ev.get("name", ""))
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer) -> None:
+    """Wait for the worker to exit; past `timeout_s`, kill it and wait a grace period more."""
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -339,26 +380,26 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
             proc.wait(timeout=KILL_GRACE_S)
         except subprocess.TimeoutExpired:
             log.error("worker %d still alive %d s after SIGKILL (stuck in the GPU driver?)", proc.pid, KILL_GRACE_S)
-    finally:
-        kill_tree(proc)  # leftovers in the group (compilers, candidate's children)
-        kill_marked(token)  # and those that left the group, or were orphaned when the worker exited
-        os.close(life_w)
-        if unregister:
-            unregister()
-        _top_up()
-    reader.join(timeout=5)
-    capture.thread.join(timeout=5)
-    res.seconds = time.monotonic() - t0
-    res.returncode = proc.returncode
-    res.output = capture.text()
-    res.output_bytes = capture.total
 
-    why = killed["why"]
+
+def _clean_up(started: _Started, unregister: Callable[[], None] | None) -> None:
+    """After a stage, however it ended: kill what is left of the worker, then start the next spare."""
+    kill_tree(started.proc)  # leftovers in the group (compilers, candidate's children)
+    kill_marked(started.token)  # and those that left the group, or were orphaned when the worker exited
+    os.close(started.lifeline_fd)
+    if unregister:
+        unregister()
+    _top_up()
+
+
+def _classify(res: WorkerResult, why: str, returncode: int | None, timeout_s: float, flood_bytes: int) -> None:
+    """Set `res`'s status, kind and message: killed by us (and why), a result it reported, a
+    signal, or an exit without a result."""
     if why == "timeout":
         res.status, res.kind = "timeout", "timeout"
         res.message = (f"timed out after {timeout_s:.0f} s during stage '{res.stage}' "
                        "(a hung kernel, an infinite loop, a deadlock or a very slow build)")
-        if proc.returncode is None:
+        if returncode is None:
             res.message += f"; the worker did not exit within {KILL_GRACE_S} s of SIGKILL (stuck in the driver)"
     elif why == "flood":
         res.status, res.kind = "flood", "output_flood"
@@ -367,27 +408,41 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     elif why == "cancelled":
         res.status, res.kind, res.message = "cancelled", "cancelled", "cancelled by the caller"
     elif res.result is not None:
-        res.status = "ok" if not res.result.get("error") else "error"
-        err = res.result.get("error") or {}
-        res.kind = err.get("kind", "") if isinstance(err, dict) else ""
-        res.message = err.get("message", "") if isinstance(err, dict) else str(err)
-    elif proc.returncode is not None and proc.returncode < 0:
-        res.status = "crash"
-        res.kind, res.message = describe_signal(-proc.returncode)
-        res.message += f" during stage '{res.stage}'"
-        found = classify_error_text(res.output)
-        if found and res.kind in ("abort", "killed"):
-            res.kind, res.message = found[0], found[1] + f" during stage '{res.stage}'"
+        _classify_reported(res)
+    elif returncode is not None and returncode < 0:
+        _classify_signal(res, -returncode)
     else:
-        res.status = "no_result"
-        found = classify_error_text(res.output)
-        if found:
-            res.kind, res.message = found[0], found[1] + f" during stage '{res.stage}'"
-        else:
-            res.kind = "os_exit"
-            res.message = (f"the worker exited with status {proc.returncode} during stage '{res.stage}' without "
-                           "reporting a result (os._exit or sys.exit called by the candidate, or a fatal error)")
-    return res
+        _classify_exit(res, returncode)
+
+
+def _classify_reported(res: WorkerResult) -> None:
+    """The worker reported a result: ok, or the error it names."""
+    res.status = "ok" if not res.result.get("error") else "error"
+    err = res.result.get("error") or {}
+    res.kind = err.get("kind", "") if isinstance(err, dict) else ""
+    res.message = err.get("message", "") if isinstance(err, dict) else str(err)
+
+
+def _classify_signal(res: WorkerResult, signum: int) -> None:
+    """A signal killed the worker; an abort or a kill is named better by what its output says."""
+    res.status = "crash"
+    res.kind, res.message = describe_signal(signum)
+    res.message += f" during stage '{res.stage}'"
+    found = classify_error_text(res.output)
+    if found and res.kind in ("abort", "killed"):
+        res.kind, res.message = found[0], found[1] + f" during stage '{res.stage}'"
+
+
+def _classify_exit(res: WorkerResult, returncode: int | None) -> None:
+    """The worker exited without a result: named by its output if that names a crash."""
+    res.status = "no_result"
+    found = classify_error_text(res.output)
+    if found:
+        res.kind, res.message = found[0], found[1] + f" during stage '{res.stage}'"
+    else:
+        res.kind = "os_exit"
+        res.message = (f"the worker exited with status {returncode} during stage '{res.stage}' without "
+                       "reporting a result (os._exit or sys.exit called by the candidate, or a fatal error)")
 
 
 # ------------------------------------------------------------------ child side

@@ -302,3 +302,43 @@ def test_needs_gpu_is_not_a_failed_attempt(ws):
         c = submit(ws, task, variant(NAIVE, n), check(verdict="error", eager=None, compiled=None,
                                                      error_kind="needs_gpu"))
         assert route_after(task.task_id, c.candidate_id).decision == "fix"
+
+
+def test_route_reasons_word_for_word(ws):
+    """Every reason a route gives, in order: fix; refine with the accept gates (the first three);
+    accept; replan on stagnation; fix for a hack."""
+    from stitch_mcp.models import TimingReport, TimingStats
+
+    compiled_timed = TimingReport(compiled=TimingStats(median_ms=1.0))
+    task = ws.add_task(RELU_REF)
+
+    def reasons(source: str, report: CheckReport | None, profiled: bool = True) -> tuple[str, list[str]]:
+        c = submit(ws, task, source, report)
+        if profiled:
+            profile(ws, task, c)
+        r = route_after(task.task_id, c.candidate_id)
+        return r.decision, r.reasons
+
+    assert reasons(variant(NAIVE, 1), None) == ("fix", ["not verified yet: run compile_and_check"])
+    assert reasons(variant(NAIVE, 2), check("fail", None, None, ok_trials=0, bad_trials=1, reasons=[
+        "trial 0 mismatched", "max error 0.5", "third"])) == (
+        "fix", ["compile_and_check fail", "trial 0 mismatched", "max error 0.5"])
+    assert reasons(variant(IMPROVED, 3), check(eager=None, compiled=None, timing=compiled_timed),
+                   profiled=False) == ("refine", [
+                       "correct; untimed", "no timing against eager: run compile_and_check with timing",
+                       "torch.compile timing missing"])  # the fourth gate, profile_kernel, left out
+    assert reasons(variant(IMPROVED, 4), check(eager=1.3, compiled=None, timing=compiled_timed)) == (
+        "refine", ["correct; 1.30x vs eager", "torch.compile timing missing"])
+    assert reasons(variant(IMPROVED, 5), check(eager=0.9, compiled=0.8, bad_trials=1, integrity=IntegrityReport(
+        ok=False, findings=[Finding(code="slow_floor", severity="warning", confidence="probable", message="m")]))) == (
+        "refine", ["correct; 0.90x vs eager, 0.80x vs torch.compile", "not every correctness trial passed",
+                   "integrity finding: slow_floor", "anti-hacking finding: slow_floor"])  # the rubric reads it too
+    assert reasons(variant(IMPROVED, 6), check(eager=1.25, compiled=1.1)) == (
+        "accept", ["correct on 5 trials, no integrity or anti-hacking finding, 1.25x vs eager, 1.10x vs torch.compile, "
+                   "profiled"])
+    # 0.90x, 1.25x, now 1.26x: none more than 2% faster than the 1.30x before them
+    assert reasons(variant(IMPROVED, 7), check(eager=1.26, compiled=0.9)) == (
+        "replan", ["two stagnant attempts in a row (no more than 2% faster than the best earlier candidate)",
+                   "1.26x vs eager, 0.90x vs torch.compile", "not faster than torch.compile (0.90x)"])
+    assert reasons(FALLBACK, check(eager=1.5, compiled=1.5)) == (
+        "fix", ["rubric verdict hack: the candidate must do the work itself"])

@@ -557,3 +557,264 @@ def test_profile_kernel_quotes_the_checks_floor():
                                         "compute-bound: 137 GFLOP at 67 TFLOP/s FP32 (CUDA cores) (datasheet)"}})
     assert note.startswith("compile_and_check: the whole forward runs at 76% of its floor (2.05 ms; compute-bound")
     assert check_floor_note({"timing": {}}) is None and check_floor_note(None) is None
+
+
+# ------------------------------------------------------------------ word for word (ncu suggestions)
+
+# Each scenario: KernelDigest fields, the launch's metrics, DRAM %, and whether the H100's ceilings
+# are known; between them they reach every suggestion. The expected lists are in
+# fixtures/ncu/suggestions.json (text, metric, value, doc query and rank of each, in order).
+SUGGESTION_SCENARIOS = {
+    "launch_bound": ({"bound": "launch-bound", "duration_us": 3.2, "grid": "(1,1,1)"},
+                     {"launch__waves_per_multiprocessor": 0.01}, None, True),
+    "memory_near_the_copy_bandwidth": ({"bound": "memory-bound", "memory_pct": 90.0, "dram_gbps": 2900.0}, {}, 85.0,
+                                       True),
+    "memory_at_dram": ({"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 1000.0}, {}, 70.0, True),
+    "memory_at_dram_no_ceilings": ({"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 3000.0}, {}, 70.0,
+                                   False),
+    "memory_in_the_caches_register_limit": (
+        {"bound": "memory-bound", "memory_pct": 80.0, "theoretical_occupancy_pct": 37.5,
+         "occupancy_limiter": "registers (3 blocks/SM)", "registers_per_thread": 96}, {}, None, True),
+    "stalls": ({"bound": "latency-bound", "compute_pct": 20.0, "memory_pct": 30.0,
+                "stalls": [{"reason": "long_scoreboard", "share": 0.3}, {"reason": "lg_throttle", "share": 0.25},
+                           {"reason": "mio_throttle", "share": 0.15}, {"reason": "short_scoreboard", "share": 0.1},
+                           {"reason": "barrier", "share": 0.2}]}, {}, 10.0, True),
+    "stalls_at_their_thresholds": ({"bound": "latency-bound", "stalls": [
+        {"reason": "long_scoreboard", "share": 0.25}, {"reason": "lg_throttle", "share": 0.2},
+        {"reason": "barrier", "share": 0.2}, {"reason": "short_scoreboard", "share": 0.25}]}, {}, None, True),
+    "stalls_below_their_thresholds": ({"bound": "latency-bound", "stalls": [
+        {"reason": "long_scoreboard", "share": 0.24}, {"reason": "lg_throttle", "share": 0.19},
+        {"reason": "barrier", "share": 0.19}, {"reason": "mio_throttle", "share": 0.24}]}, {}, None, True),
+    "compute_bound_fp32": ({"bound": "compute-bound", "compute_pct": 85.0, "tensor_pipe_pct": 0.0},
+                           {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": (88.0, "%")}, 15.0, True),
+    "busy_fma_pipe": ({"bound": "latency-bound"},
+                      {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": (40.0, "%")}, None, True),
+    "math_pipe_throttle": ({"bound": "latency-bound", "stalls": [{"reason": "math_pipe_throttle", "share": 0.2}]},
+                           {}, None, True),
+    "compute_bound_on_tensor_cores": ({"bound": "compute-bound", "compute_pct": 85.0, "tensor_pipe_pct": 5.0}, {},
+                                      None, True),
+    "shared_memory_limit": ({"bound": "latency-bound", "theoretical_occupancy_pct": 25.0,
+                             "occupancy_limiter": "shared memory (2 blocks/SM)", "shared_mem_bytes": 98304},
+                            {}, None, True),
+    "block_size_limit": ({"bound": "latency-bound", "theoretical_occupancy_pct": 12.5, "block": "(32,1,1)",
+                          "occupancy_limiter": "blocks per SM (32)"}, {}, None, True),
+    "other_limit_or_compute_bound": ({"bound": "compute-bound", "compute_pct": 70.0, "tensor_pipe_pct": 50.0,
+                                      "theoretical_occupancy_pct": 25.0, "occupancy_limiter": "registers"},
+                                     {}, None, True),
+    "few_waves": ({"bound": "latency-bound", "grid": "(40,1,1)", "achieved_occupancy_pct": 10.0,
+                   "theoretical_occupancy_pct": 100.0}, {"launch__waves_per_multiprocessor": 0.3}, None, True),
+    "tail_wave": ({"bound": "latency-bound", "achieved_occupancy_pct": 40.0, "theoretical_occupancy_pct": 100.0},
+                  {"launch__waves_per_multiprocessor": 1.0}, None, True),
+    "tail_wave_memory_bound": ({"bound": "memory-bound", "memory_pct": 70.0, "achieved_occupancy_pct": 40.0,
+                                "theoretical_occupancy_pct": 100.0}, {}, 65.0, True),
+    "spills": ({"bound": "latency-bound"}, {"sass__inst_executed_register_spilling": (1234.0, "")}, None, True),
+    "low_l2_hit_rate": ({"bound": "latency-bound", "l2_hit_pct": 30.0, "arithmetic_intensity": 4.0}, {}, 45.0, True),
+    "low_l2_hit_rate_low_intensity": ({"bound": "latency-bound", "l2_hit_pct": 30.0, "arithmetic_intensity": 1.0},
+                                      {}, 45.0, True),
+    "everything_at_once": (
+        {"bound": "memory-bound", "memory_pct": 90.0, "compute_pct": 10.0, "dram_gbps": 500.0, "grid": "(8,1,1)",
+         "theoretical_occupancy_pct": 25.0, "occupancy_limiter": "registers", "registers_per_thread": 128,
+         "l2_hit_pct": 10.0, "arithmetic_intensity": 2.0, "tensor_pipe_pct": None,
+         "stalls": [{"reason": "long_scoreboard", "share": 0.5}, {"reason": "barrier", "share": 0.3}]},
+        {"launch__waves_per_multiprocessor": 0.1, "sass__inst_executed_register_spilling": 7.0,
+         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": 60.0}, 40.0, True),
+    "nothing_stands_out": ({"bound": "latency-bound", "compute_pct": 30.4, "memory_pct": 20.6}, {}, None, True),
+    "nothing_known": ({}, {}, None, False),
+}
+
+
+def _suggestions_for(scenario: str) -> list[dict]:
+    from stitch_mcp.models import KernelDigest
+
+    fields, metrics, dram_pct, with_ceilings = SUGGESTION_SCENARIOS[scenario]
+    d = KernelDigest(name="k", **fields)
+    launch = N.Launch(id=0, name="k", metrics={k: v if isinstance(v, tuple) else (v, "") for k, v in metrics.items()})
+    ceil = ceilings_for("NVIDIA H100 80GB HBM3") if with_ceilings else None
+    return [s.model_dump() for s in N.suggestions(d, launch, dram_pct, ceil)]
+
+
+def test_suggestions_word_for_word():
+    import json
+
+    expected = json.loads((NCU_FIX / "suggestions.json").read_text())
+    assert set(expected) == set(SUGGESTION_SCENARIOS)
+    for scenario in SUGGESTION_SCENARIOS:
+        assert _suggestions_for(scenario) == expected[scenario], scenario
+
+
+# ------------------------------------------------------------------ nsys exports with columns or tables missing
+
+
+def _export(path: Path, tables: dict[str, tuple[str, list[tuple]]]) -> Path:
+    """A small SQLite export: table -> (its columns, its rows)."""
+    db = sqlite3.connect(path)
+    for table, (columns, rows) in tables.items():
+        db.execute(f"CREATE TABLE {table} ({columns})")
+        if rows:
+            db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    db.commit()
+    db.close()
+    return path
+
+
+def test_nsys_export_without_optional_columns(tmp_path):
+    """No thread, event type, text id or launch name columns; kernels by short name with no grid, block or
+    stream; copies without a kind or a correlation. What falls outside the iteration is left out."""
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import Copy, Kernel, Op, Trace
+
+    path = _export(tmp_path / "sparse.sqlite", {
+        "StringIds": ("id, value", [(1, "cudaLaunchKernel_v7000"), (2, "my_kernel")]),
+        "NVTX_EVENTS": ("start, end, text", [(100, 1000, "stitch_iter_0"), (200, 400, "aten::mul"),
+                                             (250, 300, "aten::mul_inner"), (10, 50, "aten::early"),
+                                             (500, 400, "aten::backwards"), (600, None, "aten::open")]),
+        "CUPTI_ACTIVITY_KIND_RUNTIME": ("start, correlationId", [(210, 7), (20, 8)]),
+        "CUPTI_ACTIVITY_KIND_KERNEL": ("start, end, shortName, correlationId",
+                                       [(300, 350, 2, 7), (600, 650, "named_by_text", None), (5000, 5100, 2, None),
+                                        (700, 720, None, 8)]),
+        "CUPTI_ACTIVITY_KIND_MEMCPY": ("start, end, bytes", [(800, 900, 4096), (9000, 9100, 1)]),
+    })
+    assert parse_sqlite(path) == Trace(
+        backend="nsys", device="", on_gpu=True, iterations=[(100.0, 1000.0)],
+        ops=[Op("aten::mul", 200.0, 400.0, 0)],
+        kernels=[Kernel("my_kernel", 300.0, 350.0, op="aten::mul", iteration=0, grid="(1,1,1)", block="(1,1,1)"),
+                 Kernel("named_by_text", 600.0, 650.0, op="", iteration=0, grid="(1,1,1)", block="(1,1,1)")],
+        copies=[Copy("memcpy", 800.0, 900.0, nbytes=4096, op="", iteration=0)],
+        launches=0, notes=[])
+
+
+def test_nsys_export_without_ranges_is_one_iteration(tmp_path):
+    """No NVTX table: the whole capture is one iteration; copy kinds named by ENUM_CUDA_MEMCPY_OPER's `name`
+    when it has no `label`; a memset is a memset whatever its copyKind says."""
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import Copy, Kernel, Trace
+
+    path = _export(tmp_path / "bare.sqlite", {
+        "TARGET_INFO_GPU": ("id, name", []),
+        "ENUM_CUDA_MEMCPY_OPER": ("id, name", [(1, "Host-to-Device"), (2, "Something else entirely")]),
+        "CUPTI_ACTIVITY_KIND_KERNEL": ("start, end, demangledName, gridX, blockX, streamId",
+                                       [(1000, 3000, "void k(int)", 4, 256, 3)]),
+        "CUPTI_ACTIVITY_KIND_MEMCPY": ("start, end, bytes, copyKind, correlationId",
+                                       [(500, 700, 64, 1, 99), (3500, 3600, 8, 2, None), (3600, 3700, 8, 10, None)]),
+        "CUPTI_ACTIVITY_KIND_MEMSET": ("start, end, bytes, copyKind", [(3700, 4000, None, 1)]),
+    })
+    assert parse_sqlite(path) == Trace(
+        backend="nsys", device="", on_gpu=True, iterations=[(500.0, 4000.0)],
+        kernels=[Kernel("void k(int)", 1000.0, 3000.0, op="", iteration=0, grid="(4,1,1)", block="(256,1,1)",
+                        stream=3)],
+        copies=[Copy("HtoD", 500.0, 700.0, nbytes=64, op="", iteration=0),
+                Copy("memcpy", 3500.0, 3600.0, nbytes=8, op="", iteration=0),
+                Copy("PtoP", 3600.0, 3700.0, nbytes=8, op="", iteration=0),
+                Copy("memset", 3700.0, 4000.0, nbytes=0, op="", iteration=0)],
+        notes=["no stitch_iter NVTX ranges in the report; using the whole capture as one iteration"])
+
+
+# ------------------------------------------------------------------ torch.profiler Chrome traces
+
+
+def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": tid, "args": args}
+
+
+def test_chrome_trace_ties_gpu_work_to_its_top_level_op():
+    """Kernels and copies go to the top-level op that launched them: by External id, by the launch
+    call's External id, or by the op open on the launching thread; work outside an iteration is left out."""
+    from stitch_mcp.profiling.torchprof import parse_chrome_trace
+    from stitch_mcp.profiling.trace import Copy, Kernel, Op, Trace
+
+    events = [
+        {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 150},  # not a complete event
+        _x("user_annotation", "stitch_iter_0", 100, 100), _x("user_annotation", "stitch_iter_1", 300, 100),
+        _x("user_annotation", "other_range", 0, 1000),
+        _x("cpu_op", "aten::early", 10, 20),  # before the first iteration
+        _x("cpu_op", "aten::linear", 110, 50, **{"External id": 1}),
+        _x("cpu_op", "aten::addmm", 115, 30, **{"External id": 2}),  # nested: belongs to aten::linear
+        _x("cpu_op", "aten::relu", 170, 20, **{"External id": 3}),
+        _x("cpu_op", "aten::add", 120, 40, tid=2),  # another thread
+        _x("cpu_op", "aten::mul", 310, 40, **{"External id": 4}),
+        _x("cuda_runtime", "cudaLaunchKernel", 116, 2, correlation=10, **{"External id": 2}),
+        _x("cuda_runtime", "cudaLaunchKernel", 175, 2, correlation=11),
+        _x("cuda_driver", "cuLaunchKernel", 125, 2, tid=2, correlation=12),
+        _x("cuda_runtime", "cudaMemcpyAsync", 320, 2, correlation=13),
+        _x("cuda_runtime", "cudaLaunchKernel", 50, 2, correlation=14),  # outside: not counted
+        _x("cuda_runtime", "cudaStreamSynchronize", 330, 2),
+        _x("kernel", "gemm", 130, 10, correlation=10, grid=[4, 2, 1], block=[128, 1, 1], stream=7),
+        _x("kernel", "relu_kernel", 180, 5, correlation=11, grid=[1, 1, 1], block=[256, 1, 1], stream=7),
+        _x("kernel", "add_kernel", 140, 5, correlation=12, grid="(2,1,1)"),
+        _x("kernel", "mul_kernel", 340, 5, **{"External id": 4}),
+        _x("kernel", "orphan", 900, 5, correlation=99),
+        _x("kernel", "warmup", 60, 5, correlation=14),
+        _x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 335, 3, correlation=13, bytes=4096),
+        _x("gpu_memcpy", "Memcpy weird", 336, 1, correlation=13),
+        _x("gpu_memset", "Memset (Device)", 345, 1, bytes=64, **{"External id": 4}),
+        _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 950, 1, correlation=98),
+    ]
+    t = parse_chrome_trace({"traceEvents": events}, device="NVIDIA H100 80GB HBM3")
+    us = 1e3  # the trace's µs in ns
+    linear, relu, mul = Op("aten::linear", 110 * us, 160 * us, 0), Op("aten::relu", 170 * us, 190 * us, 0), \
+        Op("aten::mul", 310 * us, 350 * us, 1)
+    assert t == Trace(
+        backend="torch", device="NVIDIA H100 80GB HBM3", on_gpu=True, iterations=[(100 * us, 200 * us),
+                                                                                  (300 * us, 400 * us)],
+        ops=[linear, relu, mul, Op("aten::add", 120 * us, 160 * us, 0)],
+        kernels=[Kernel("gemm", 130 * us, 140 * us, "aten::linear", 0, "(4,2,1)", "(128,1,1)", 7),
+                 Kernel("relu_kernel", 180 * us, 185 * us, "aten::relu", 0, "(1,1,1)", "(256,1,1)", 7),
+                 Kernel("add_kernel", 140 * us, 145 * us, "aten::add", 0, "(2,1,1)", "", 0),
+                 Kernel("mul_kernel", 340 * us, 345 * us, "aten::mul", 1, "", "", 0)],
+        copies=[Copy("DtoH", 335 * us, 338 * us, 4096, "aten::mul", 1),
+                Copy("memcpy", 336 * us, 337 * us, 0, "aten::mul", 1),
+                Copy("memset", 345 * us, 346 * us, 64, "aten::mul", 1)],
+        launches=3)
+
+
+def test_chrome_trace_without_iterations_or_gpu_work(tmp_path):
+    """No iteration ranges: the whole trace is one iteration; no kernels or launch calls: a CPU run."""
+    import json
+
+    from stitch_mcp.profiling.torchprof import parse_chrome_trace
+    from stitch_mcp.profiling.trace import Op, Trace
+
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": [_x("cpu_op", "aten::mm", 5, 10), _x("cpu_op", "aten::add", 20, 5)]}))
+    assert parse_chrome_trace(path) == Trace(
+        backend="torch", on_gpu=False, iterations=[(5000.0, 25000.0)],
+        ops=[Op("aten::mm", 5000.0, 15000.0, 0), Op("aten::add", 20000.0, 25000.0, 0)],
+        notes=["no iteration ranges found in the trace; treating the whole trace as one iteration"])
+    assert parse_chrome_trace({"traceEvents": []}, on_gpu=True) == Trace(
+        backend="torch", on_gpu=True, notes=["no iteration ranges found in the trace; treating the whole trace as "
+                                             "one iteration"])
+
+
+def test_reference_digest_findings_and_notes_word_for_word():
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import Kernel, Trace, digest
+
+    t = parse_sqlite(NSYS_FIX)
+    costs = {"conv2d": {"flops": 2e9, "bytes": 8e6, "calls": 1, "dtype": "torch.float32"},
+             "add": {"flops": 0.0, "bytes": 12e6, "calls": 1, "dtype": "torch.float32"}}
+    p = digest(t, ceilings_for(t.device), costs, max_ops=2, max_kernels=3)
+    assert len(p.ops) == 2 and len(p.kernels) == 3
+    assert p.notes[-2:] == ["3 more ops not shown", "1 more kernel kinds not shown"]
+    assert [(f.code, f.severity, f.confidence, f.message) for f in p.findings] == [
+        ("fusion_candidate", "info", "probable", "fuse batch_norm -> hardtanh -> add after conv2d into one kernel "
+         "(epilogue of conv2d): ~160.0 us of GPU time now, each op re-reads and re-writes the tensor"),
+        ("host_gaps", "warning", "probable", "GPU idle 45% of each iteration (4 launches, 123.0 us GPU work per "
+         "launch): the GPU waits on the host (host work, synchronizations, copies): keep the forward on the GPU and "
+         "avoid syncs"),
+        ("avoidable_copy", "warning", "possible", "4.2 MB copied per iteration (DtoH, 30.0 us): keep data on the GPU "
+         "/ compute in place"),
+        ("avoidable_copy", "info", "possible", "aten::to takes 6% (30.0 us): a layout copy a fused kernel could avoid "
+         "by reading the strided input directly"),
+        ("far_from_floor", "info", "probable", "aten::conv2d: 302.0 us vs floor 29.9 us (10x; intensity 250.0 "
+         "FLOP/B): room for a better kernel"),
+        ("far_from_floor", "info", "probable", "aten::add: 40.0 us vs floor 4.0 us (10x; intensity 0.0 FLOP/B): room "
+         "for a better kernel")]
+    assert [e.text for e in p.findings[0].evidence] == ["batch_norm -> hardtanh -> add"]
+    assert [e.text for e in p.findings[1].evidence] == ["wall 900.0 us, GPU busy 492.0 us"]
+    # ten 1 us kernels in a 1 ms iteration: launch overhead
+    tiny = Trace(backend="torch", iterations=[(0, 1e6)], kernels=[Kernel("k", i * 1e5, i * 1e5 + 1e3, iteration=0)
+                                                                  for i in range(10)])
+    launch = [f for f in digest(tiny, ceilings_for(t.device), {}).findings if f.code == "launch_bound"]
+    assert [f.message for f in launch] == [
+        "GPU idle 99% of each iteration (10 launches, 1.0 us GPU work per launch): launch overhead dominates: fuse ops "
+        "to cut launches or capture the forward in a CUDA graph"]

@@ -93,3 +93,69 @@ def test_a_spare_sees_only_the_gpu_its_order_names(tmp_path, one_spare):
         assert r.spare, "the spare had started the CUDA driver, so it ran as a fresh worker instead"
     r = selftest(tmp_path, "cuda_devices", "none", env={"CUDA_VISIBLE_DEVICES": ""})
     assert r.ok and r.result["uuids"] == []
+
+
+def _worker_pid() -> int:
+    """The worker running a stage: the one descendant that has named itself `stitch-worker`."""
+    for pid in worker._descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as fh:
+                if fh.read().strip() == worker.WORKING_NAME:
+                    return pid
+        except OSError:
+            continue
+    raise AssertionError("no stitch-worker process found")
+
+
+def _signal_at_stage(signum: int):
+    """An on_event that sends the worker `signum` once it announces its stage."""
+    def on_event(ev):
+        if ev.get("event") == "stage":
+            os.kill(_worker_pid(), signum)
+    return on_event
+
+
+def test_each_ending_has_its_message(tmp_path, one_spare, monkeypatch):
+    """How a worker ended, word for word: timeout, flood, cancelled, an error result, a signal, an exit."""
+    import signal
+    import threading
+
+    during = " during stage 'selftest'"
+    r = selftest(tmp_path, "hang", "hang", timeout_s=3)
+    assert (r.status, r.kind) == ("timeout", "timeout")
+    assert r.message == ("timed out after 3 s during stage 'selftest' (a hung kernel, an infinite loop, "
+                         "a deadlock or a very slow build)")
+    r = selftest(tmp_path, "flood", "flood", flood_bytes=1 << 20)
+    assert (r.status, r.kind) == ("flood", "output_flood")
+    assert r.message == ("the candidate flooded its output (over 1 MB) during stage 'selftest'; "
+                         "remove debug printing (printf in kernels)")
+
+    def cancel_soon(kill):
+        threading.Timer(1.0, kill).start()
+        return lambda: None
+    r = selftest(tmp_path, "hang", "cancel", register_kill=cancel_soon)
+    assert (r.status, r.kind, r.message) == ("cancelled", "cancelled", "cancelled by the caller")
+    r = selftest(tmp_path, "raise", "raise")
+    assert (r.status, r.kind) == ("error", "illegal_memory_access")
+    assert r.message == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    r = selftest(tmp_path, "ok", "ok")
+    assert (r.status, r.kind, r.message, r.returncode) == ("ok", "", "", 0)
+    r = selftest(tmp_path, "segfault", "segfault")
+    assert (r.status, r.kind) == ("crash", "segfault")
+    assert r.message == ("the worker crashed with a segmentation fault (SIGSEGV): a host-side invalid memory "
+                         "access" + during)
+    r = selftest(tmp_path, "exit", "exit")
+    assert (r.status, r.kind) == ("no_result", "os_exit")
+    assert r.message == ("the worker exited with status 3 during stage 'selftest' without reporting a result "
+                         "(os._exit or sys.exit called by the candidate, or a fatal error)")
+    r = selftest(tmp_path, "hang", "abort", on_event=_signal_at_stage(signal.SIGABRT))
+    assert (r.status, r.kind) == ("crash", "abort")
+    assert r.message == ("the worker aborted (SIGABRT): a failed assertion or an uncaught C++ exception" + during)
+    # What the output says names a crash better than an abort or a kill, or an exit without a result.
+    monkeypatch.setattr(worker, "classify_error_text", lambda text: ("cuda_oom", "the GPU ran out of memory"))
+    r = selftest(tmp_path, "hang", "abort_named", on_event=_signal_at_stage(signal.SIGABRT))
+    assert (r.status, r.kind, r.message) == ("crash", "cuda_oom", "the GPU ran out of memory" + during)
+    r = selftest(tmp_path, "segfault", "segfault_named")
+    assert (r.status, r.kind) == ("crash", "segfault")  # a segfault keeps its own name
+    r = selftest(tmp_path, "exit", "exit_named")
+    assert (r.status, r.kind, r.message) == ("no_result", "cuda_oom", "the GPU ran out of memory" + during)

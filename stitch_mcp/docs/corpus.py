@@ -19,6 +19,7 @@ import os
 import re
 import site
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -382,111 +383,132 @@ def extract_header(path: Path, text: str | None = None, label: str | None = None
     fname = label or path.name
     stem = safe_id(fname.rsplit(".", 1)[0] if not fname.endswith(".cuh") else fname[:-4])
     dense_file = bool(_DENSE_HEADERS.search(str(path)))
-    by_symbol: dict[str, Chunk] = {}
-    order: list[str] = []
-    pos = 0
-    n = len(text)
-    while True:
-        m = _COMMENT.search(text, pos)
-        if not m:
-            break
-        pos = m.end()
-        raw = m.group(1) if m.group(1) is not None else m.group(2)
-        if raw.lstrip().startswith("<") or (m.group(2) and re.match(r"\s*//[/!]<", m.group(2))):
-            continue
-        doc = clean_doc(raw if m.group(1) is not None else m.group(2))
-        start = _skip_space_and_pp(text, m.end())
-        if start >= n or text.startswith(("/**", "/*!", "///", "//!"), start):
-            continue  # a group or file comment
-        line_no = text.count("\n", 0, start) + 1
-        if re.match(r"#\s*define\b", text[start:start + 20]):
-            end = text.find("\n", start)
-            while end != -1 and text[end - 1] == "\\":
-                end = text.find("\n", end + 1)
-            end = n if end == -1 else end
-            decl = text[start:end]
-            body = ""
-            pos = max(pos, end)
-        else:
-            # read to ';' or '{' at paren depth 0
-            i, depth = start, 0
-            while i < n:
-                c = text[i]
-                if c == "(":
-                    depth += 1
-                elif c == ")":
-                    depth -= 1
-                elif depth <= 0 and c in ";{":
-                    break
-                elif c == "/" and text.startswith("/*", i):
-                    j = text.find("*/", i)
-                    i = n if j == -1 else j + 2
-                    continue
-                i += 1
-                if i - start > 3000:
-                    break
-            if i >= n or i - start > 3000:
-                continue
-            decl = text[start:i]
-            body = ""
-            if text[i] == "{":
-                close = _match_brace(text, i)
-                is_type = re.match(r"\s*(typedef\s+)?(enum|struct|union|class)\b", decl)
-                if is_type:
-                    semi = text.find(";", close)
-                    tail = text[close:semi if semi != -1 else close]
-                    body = text[i:close]
-                    names = [x for x in _IDENT.findall(_MACRO_CALL.sub(" ", tail)) if x not in _KEYWORDS]
-                    head = [x for x in _IDENT.findall(_MACRO_CALL.sub(" ", decl)) if x not in _KEYWORDS]
-                    head = [x for x in head if not x.startswith("__device_builtin") and not x.isupper()] or head
-                    name = (names[0] if names else (head[-1] if head else None))
-                    decl = decl.strip() + " { ... }" + (" " + tail.strip() if tail.strip() else "")
-                    pos = max(pos, semi + 1 if semi != -1 else close)
-                elif re.match(r"\s*(extern\s+\"C(\+\+)?\"|namespace\b)", decl):
-                    pos = max(pos, i + 1)  # a linkage block or namespace: its contents are declarations
-                    continue
-                else:
-                    pos = max(pos, close)  # an inline function body
-            else:
-                pos = max(pos, i + 1)
+    by_symbol: dict[str, Chunk] = {}  # in the order first declared
+    for doc, line_no, decl, body, name in _documented_decls(text):
         if not body:
             name = _decl_name(decl)
         if not name or not doc:
             continue
-        members_text, member_syms = "", []
-        if body:
-            kind_word = re.match(r"\s*(?:typedef\s+)?(\w+)", decl).group(1)
-            sep = "," if kind_word == "enum" else ";"
-            lines = []
-            for mdecl, mdoc in _members(body, sep):
-                if kind_word == "enum":
-                    mname = _IDENT.match(mdecl)
-                    if mname:
-                        member_syms.append(mname.group(0))
-                lines.append(f"- `{mdecl}`" + (f": {mdoc}" if mdoc else ""))
-            members_text = "\n".join(lines)
-            if len(members_text) > 40000:
-                members_text = members_text[:40000] + "\n..."
+        members_text, member_syms = _members_text(decl, body) if body else ("", [])
         sig = _signature(decl)
-        first = re.split(r"(?<=[.!?])\s", re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0], maxsplit=1)[0]
-        first = re.sub(r"\s+", " ", first)[:240]
-        text_out = f"`{sig}`\n\n{doc}" + (("\n\nMembers:\n" + members_text) if members_text else "")
-        src = f"{path}:{line_no} ({name})"
         if name in by_symbol:
             old = by_symbol[name]
             if sig not in old.text:
                 old.text += f"\n\nAlso declared as: `{sig}`\n\n{doc}"
             old.symbols = list(dict.fromkeys(old.symbols + member_syms))
             continue
+        first = re.split(r"(?<=[.!?])\s", re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0], maxsplit=1)[0]
+        first = re.sub(r"\s+", " ", first)[:240]
+        text_out = f"`{sig}`\n\n{doc}" + (("\n\nMembers:\n" + members_text) if members_text else "")
         sym_id = safe_id(name) if re.fullmatch(r"\w+", name) else f"{safe_id(name)}-{short_hash(name, 6)}"
-        by_symbol[name] = Chunk(id=f"hdr:{stem}:{sym_id}", title=f"{name} ({fname})", source=src, kind="header",
-                                text=text_out, symbols=[name, *member_syms], src="",
-                                dense=[f"{name}: {first}"] if dense_file else [])
-        order.append(name)
+        by_symbol[name] = Chunk(id=f"hdr:{stem}:{sym_id}", title=f"{name} ({fname})",
+                                source=f"{path}:{line_no} ({name})", kind="header", text=text_out,
+                                symbols=[name, *member_syms], src="", dense=[f"{name}: {first}"] if dense_file else [])
     out: list[Chunk] = []
-    for name in order:
-        out += split_long(by_symbol[name])
+    for chunk in by_symbol.values():
+        out += split_long(chunk)
     return out
+
+
+def _documented_decls(text: str) -> Iterator[tuple[str, int, str, str, str | None]]:
+    """(doc, line, declaration, body, name) for each doc comment that a declaration follows. A type
+    with a body ({...}) comes with its members' body and its name; other declarations without them."""
+    pos = 0
+    n = len(text)
+    while True:
+        m = _COMMENT.search(text, pos)
+        if not m:
+            return
+        pos = m.end()
+        raw = m.group(1) if m.group(1) is not None else m.group(2)
+        if raw.lstrip().startswith("<") or (m.group(2) and re.match(r"\s*//[/!]<", m.group(2))):
+            continue  # a trailing doc (/**< */, ///<) of what came before; _members reads those of members
+        start = _skip_space_and_pp(text, m.end())
+        if start >= n or text.startswith(("/**", "/*!", "///", "//!"), start):
+            continue  # a group or file comment
+        found, pos = _read_declaration(text, start, pos)
+        if found is not None:
+            decl, body, name = found
+            yield clean_doc(raw), text.count("\n", 0, start) + 1, decl, body, name
+
+
+def _read_declaration(text: str, start: int, pos: int) -> tuple[tuple[str, str, str | None] | None, int]:
+    """The declaration at `start` as (declaration, body, name), or None to skip it; and the
+    position past what was read (never before `pos`)."""
+    if re.match(r"#\s*define\b", text[start:start + 20]):
+        end = text.find("\n", start)
+        while end != -1 and text[end - 1] == "\\":
+            end = text.find("\n", end + 1)
+        end = len(text) if end == -1 else end
+        return (text[start:end], "", None), max(pos, end)
+    i = _declaration_end(text, start)
+    if i is None:
+        return None, pos
+    decl = text[start:i]
+    if text[i] != "{":
+        return (decl, "", None), max(pos, i + 1)
+    close = _match_brace(text, i)
+    if re.match(r"\s*(typedef\s+)?(enum|struct|union|class)\b", decl):
+        return _read_type(text, decl, i, close, pos)
+    if re.match(r"\s*(extern\s+\"C(\+\+)?\"|namespace\b)", decl):
+        return None, max(pos, i + 1)  # a linkage block or namespace: its contents are declarations
+    return (decl, "", None), max(pos, close)  # an inline function body
+
+
+def _declaration_end(text: str, start: int) -> int | None:
+    """Index of the ';' or '{' at paren depth 0 that ends the declaration at `start`; None at the
+    end of the text or past 3000 characters."""
+    n = len(text)
+    i, depth = start, 0
+    while i < n:
+        c = text[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif depth <= 0 and c in ";{":
+            break
+        elif c == "/" and text.startswith("/*", i):
+            j = text.find("*/", i)
+            i = n if j == -1 else j + 2
+            continue
+        i += 1
+        if i - start > 3000:
+            break
+    if i >= n or i - start > 3000:
+        return None
+    return i
+
+
+def _read_type(text: str, decl: str, brace: int, close: int, pos: int) -> tuple[tuple[str, str, str | None], int]:
+    """An enum, struct, union or class with a body from `brace` to `close`: named by the typedef
+    name after its body if there is one, else by its tag."""
+    semi = text.find(";", close)
+    tail = text[close:semi if semi != -1 else close]
+    body = text[brace:close]
+    names = [x for x in _IDENT.findall(_MACRO_CALL.sub(" ", tail)) if x not in _KEYWORDS]
+    head = [x for x in _IDENT.findall(_MACRO_CALL.sub(" ", decl)) if x not in _KEYWORDS]
+    head = [x for x in head if not x.startswith("__device_builtin") and not x.isupper()] or head
+    name = (names[0] if names else (head[-1] if head else None))
+    decl = decl.strip() + " { ... }" + (" " + tail.strip() if tail.strip() else "")
+    return (decl, body, name), max(pos, semi + 1 if semi != -1 else close)
+
+
+def _members_text(decl: str, body: str) -> tuple[str, list[str]]:
+    """A type's members as a Markdown list, and the names of an enum's members (symbols to search by)."""
+    kind_word = re.match(r"\s*(?:typedef\s+)?(\w+)", decl).group(1)
+    sep = "," if kind_word == "enum" else ";"
+    lines, member_syms = [], []
+    for mdecl, mdoc in _members(body, sep):
+        if kind_word == "enum":
+            mname = _IDENT.match(mdecl)
+            if mname:
+                member_syms.append(mname.group(0))
+        lines.append(f"- `{mdecl}`" + (f": {mdoc}" if mdoc else ""))
+    members_text = "\n".join(lines)
+    if len(members_text) > 40000:
+        members_text = members_text[:40000] + "\n..."
+    return members_text, member_syms
 
 
 # ------------------------------------------------------------------------------- cuda-bindings

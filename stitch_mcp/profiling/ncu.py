@@ -14,7 +14,9 @@ import os
 import re
 import shutil
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -330,24 +332,8 @@ def kernel_digest(l: Launch, ceil: Ceilings, launches: int = 1) -> KernelDigest:
         d.spill_bytes = int(spill_bytes)
     elif spill_inst is not None:
         d.spill_bytes = 0 if spill_inst == 0 else None
-    # stalls
-    stalls = {}
-    for name in l.metrics:
-        m = STALL_RE.match(name)
-        if m and m.group(1) != "selected":
-            v = l.num(name)
-            if v:
-                stalls[m.group(1)] = v
-    total = sum(stalls.values())
-    d.stalls = [Stall(reason=k, share=v / total) for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:4]] \
-        if total else []
-    tensor = [l.num(n) for n in ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                                 "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-                                 "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg."
-                                 "pct_of_peak_sustained_elapsed",
-                                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active")]
-    tensor = [t for t in tensor if t is not None]
-    d.tensor_pipe_pct = max(tensor) if tensor else None
+    d.stalls = _top_stalls(l)
+    d.tensor_pipe_pct = _tensor_pipe_pct(l)
     # roofline
     flops, kind = _flops(l)
     peak = _peak_tflops(ceil, kind) * 1e12
@@ -362,6 +348,31 @@ def kernel_digest(l: Launch, ceil: Ceilings, launches: int = 1) -> KernelDigest:
     d.suggestions = suggestions(d, l, dram_pct, ceil)
     d.hot_lines = hot_lines(l.source)
     return d
+
+
+def _top_stalls(l: Launch) -> list[Stall]:
+    """The four main stall reasons, each with its share of all stalls."""
+    stalls = {}
+    for name in l.metrics:
+        m = STALL_RE.match(name)
+        if m and m.group(1) != "selected":
+            v = l.num(name)
+            if v:
+                stalls[m.group(1)] = v
+    total = sum(stalls.values())
+    return [Stall(reason=k, share=v / total) for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:4]] \
+        if total else []
+
+
+def _tensor_pipe_pct(l: Launch) -> float | None:
+    """The busiest tensor-pipe metric this GPU and ncu report."""
+    tensor = [l.num(n) for n in ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                                 "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                                 "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg."
+                                 "pct_of_peak_sustained_elapsed",
+                                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active")]
+    tensor = [t for t in tensor if t is not None]
+    return max(tensor) if tensor else None
 
 
 def verdict(d: KernelDigest, l: Launch, dram_pct: float | None, flops: float | None, kind: str,
@@ -396,111 +407,197 @@ def verdict(d: KernelDigest, l: Launch, dram_pct: float | None, flops: float | N
 
 
 def suggestions(d: KernelDigest, l: Launch, dram_pct: float | None, ceil: Ceilings | None = None) -> list[Suggestion]:
-    cands: list[tuple[float, Suggestion]] = []
+    """Up to five suggestions for one kernel, best first and one per metric, from the rules in
+    `_RULES`; a general one when none applies."""
+    facts = _Facts(d=d, l=l, dram_pct=dram_pct, ceil=ceil, stall={s.reason: s.share for s in d.stalls},
+                   m=d.memory_pct or 0, c=d.compute_pct or 0)
+    cands = [found for rule in _RULES if (found := rule(facts)) is not None]
+    out = _best_per_metric(cands, 5)
+    if not out:
+        out.append(Suggestion(rank=1, text="no single limiter stands out: compare against cuBLAS/cuDNN for this "
+                                           "shape and check the algorithm's total work",
+                              metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                              value=f"{facts.c:.0f}% SM / {facts.m:.0f}% memory",
+                              doc_query="CUDA kernel optimization checklist"))
+    return out
 
-    def add(score: float, text: str, metric: str, value: str, query: str) -> None:
-        cands.append((score, Suggestion(rank=0, text=text, metric=metric, value=value, doc_query=query)))
 
-    stall = {s.reason: s.share for s in d.stalls}
-    m, c = d.memory_pct or 0, d.compute_pct or 0
-    if d.bound == "launch-bound":
-        add(9, "the kernel is only microseconds long: fuse it with its neighbours or capture the forward "
-               "in a CUDA graph", "gpu__time_duration.sum", f"{d.duration_us:.1f} us",
-            "CUDA graphs reduce kernel launch overhead")
-    near = ceil is not None and d.dram_gbps is not None and d.dram_gbps >= 0.8 * ceil.dram_gbps
-    if d.bound == "memory-bound" and near:
-        add(8.2, f"already at {d.dram_gbps / ceil.dram_gbps:.0%} of this GPU's copy bandwidth: this kernel is near "
-                 "its floor; only moving fewer bytes helps (fuse it with the ops before/after it, avoid "
-                 "re-reading inputs, lower precision where allowed)", "dram__bytes.sum.per_second",
-            f"{d.dram_gbps:.0f} GB/s", "kernel fusion reduce global memory traffic")
-    elif d.bound == "memory-bound" and dram_pct is not None and dram_pct >= 60:
-        add(8, "at DRAM bandwidth: move fewer bytes - fuse with producer/consumer ops, use 16-byte "
-               "vectorized loads (float4), keep intermediates in registers/shared memory, lower precision "
-               "where allowed", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", f"{dram_pct:.0f}%",
-            "vectorized memory access float4 global memory coalescing")
-    if d.bound == "memory-bound" and (dram_pct is None or dram_pct < 0.5 * m):
-        add(8.5, "the load/store pipe is saturated while DRAM is not: the same data is fetched repeatedly "
-                 "- tile it into shared memory (or registers) and reuse it across the block",
-            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", f"{m:.0f}%",
-            "shared memory tiling matrix multiplication data reuse")
-    if stall.get("long_scoreboard", 0) >= 0.25:
-        add(7 + stall["long_scoreboard"], "warps mostly wait on global memory loads: raise memory-level "
-            "parallelism (more independent loads per thread, cp.async/TMA prefetch, double buffering) or "
-            "occupancy", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-            f"{stall['long_scoreboard']:.0%} of stalls", "long scoreboard stall global memory latency hiding")
-    if stall.get("lg_throttle", 0) >= 0.2:
-        add(7 + stall["lg_throttle"], "too many small global load/store instructions: use wider vector "
-            "accesses (float4/int4) and fewer, coalesced transactions",
-            "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
-            f"{stall['lg_throttle']:.0%} of stalls", "lg_throttle stall vectorized loads coalescing")
-    if stall.get("mio_throttle", 0) + stall.get("short_scoreboard", 0) >= 0.25:
-        v = stall.get("mio_throttle", 0) + stall.get("short_scoreboard", 0)
-        add(6 + v, "shared-memory pressure: check bank conflicts (pad the tile's leading dimension), use "
-                   "wider shared loads, or cut shared-memory round trips",
-            "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio", f"{v:.0%} of stalls",
-            "shared memory bank conflicts padding")
-    if stall.get("barrier", 0) >= 0.2:
-        add(6 + stall["barrier"], "warps wait at __syncthreads: balance the work between barriers, use "
-            "fewer barriers or warp-level primitives (__shfl_sync) for reductions",
-            "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", f"{stall['barrier']:.0%} of stalls",
-            "warp shuffle reduction __shfl_down_sync avoid __syncthreads")
-    fma = l.num("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0
-    if (d.bound == "compute-bound" or fma >= 40 or stall.get("math_pipe_throttle", 0) >= 0.2) and \
-            (d.tensor_pipe_pct or 0) < 5:
-        add(7.5, "FP32 math on CUDA cores while the tensor cores idle: for fp32 work keep fp32 accuracy on "
-                 "the tensor cores with 3xTF32 (each operand split into a TF32 high and low part, three MMAs; "
-                 "CUTLASS's OpMultiplyAddFastF32) - plain TF32 or BF16 is a precision downgrade an fp32 task's "
-                 "tolerance usually rejects; half-precision tasks use BF16/FP16 MMA (WMMA/mma.sync, cuBLAS)",
-            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", f"{d.tensor_pipe_pct or 0:.1f}%",
-            "3xTF32 fp32-accurate tensor core GEMM mma.sync")
-    theo, ach = d.theoretical_occupancy_pct, d.achieved_occupancy_pct
-    lim = d.occupancy_limiter
-    if theo is not None and theo < 50 and d.bound in ("latency-bound", "memory-bound"):
-        if lim.startswith("registers"):
-            add(6.5, f"occupancy capped at {theo:.0f}% by {d.registers_per_thread} registers/thread: use "
-                     "__launch_bounds__(threads, minBlocks) or -maxrregcount, or hold less state per thread",
-                "launch__occupancy_limit_registers", lim, "__launch_bounds__ register usage occupancy")
-        elif lim.startswith("shared"):
-            add(6.5, f"occupancy capped at {theo:.0f}% by shared memory ({d.shared_mem_bytes} B/block): "
-                     "smaller tiles or fewer pipeline stages",
-                "launch__occupancy_limit_shared_mem", lim, "shared memory per block occupancy")
-        elif "block" in lim:
-            add(6.5, f"occupancy capped at {theo:.0f}% by the block size ({d.block}): use 128-512 threads "
-                     "per block", "launch__occupancy_limit_blocks", lim, "choosing block size occupancy")
-    waves = l.num("launch__waves_per_multiprocessor")
-    if waves is not None and waves < 1.0 and d.bound != "launch-bound":
-        add(6.8, f"the grid ({d.grid}) fills only {waves:.2f} waves of the SMs: launch more, smaller blocks "
-                 "(or split-K / split the reduction) so every SM has work",
-            "launch__waves_per_multiprocessor", f"{waves:.2f}", "grid size waves tail effect occupancy")
-    elif ach is not None and theo and ach < 0.6 * theo and d.bound == "latency-bound":
-        add(5, f"achieved occupancy {ach:.0f}% vs theoretical {theo:.0f}%: load imbalance or a tail wave",
-            "sm__warps_active.avg.pct_of_peak_sustained_active", f"{ach:.0f}%", "achieved occupancy tail effect")
-    spills = l.num("sass__inst_executed_register_spilling")
-    if spills:
-        add(6.2, "registers spill to local memory: reduce live state per thread or unroll less",
-            "sass__inst_executed_register_spilling", f"{spills:.0f} inst", "register spilling local memory")
-    if d.l2_hit_pct is not None and d.l2_hit_pct < 50 and (dram_pct or 0) >= 40 and \
-            (d.arithmetic_intensity or 0) > 1.0:
-        add(5.5, "low L2 hit rate with busy DRAM: improve locality (block swizzle/rasterization, tile order)",
-            "lts__t_sector_hit_rate.pct", f"{d.l2_hit_pct:.0f}%", "L2 cache locality threadblock swizzle")
-    cands.sort(key=lambda sc: -sc[0])
-    out = []
+@dataclass
+class _Facts:
+    """What the suggestion rules read about one kernel."""
+
+    d: KernelDigest
+    l: Launch
+    dram_pct: float | None
+    ceil: Ceilings | None
+    stall: dict[str, float]  # stall reason -> share of stalls
+    m: float  # memory throughput, % of peak (0 when unknown)
+    c: float  # SM throughput, % of peak (0 when unknown)
+
+
+_Candidate = tuple[float, Suggestion]  # (score, suggestion): the higher the score, the earlier
+
+
+def _suggest(score: float, text: str, metric: str, value: str, query: str) -> _Candidate:
+    return score, Suggestion(rank=0, text=text, metric=metric, value=value, doc_query=query)
+
+
+def _best_per_metric(cands: list[_Candidate], most: int) -> list[Suggestion]:
+    """The best-scored first (rules in their order on a tie), one per metric, ranked from 1."""
+    out: list[Suggestion] = []
     seen = set()
-    for _, s in cands:
+    for _, s in sorted(cands, key=lambda sc: -sc[0]):
         if s.metric in seen:
             continue
         seen.add(s.metric)
         s.rank = len(out) + 1
         out.append(s)
-        if len(out) == 5:
+        if len(out) == most:
             break
-    if not out:
-        out.append(Suggestion(rank=1, text="no single limiter stands out: compare against cuBLAS/cuDNN for this "
-                                           "shape and check the algorithm's total work",
-                              metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                              value=f"{c:.0f}% SM / {m:.0f}% memory",
-                              doc_query="CUDA kernel optimization checklist"))
     return out
+
+
+def _launch_overhead(f: _Facts) -> _Candidate | None:
+    if f.d.bound == "launch-bound":
+        return _suggest(9, "the kernel is only microseconds long: fuse it with its neighbours or capture the forward "
+                           "in a CUDA graph", "gpu__time_duration.sum", f"{f.d.duration_us:.1f} us",
+                        "CUDA graphs reduce kernel launch overhead")
+    return None
+
+
+def _dram_traffic(f: _Facts) -> _Candidate | None:
+    """Memory-bound on DRAM: near the measured copy bandwidth, else at a busy DRAM."""
+    d, ceil, dram_pct = f.d, f.ceil, f.dram_pct
+    near = ceil is not None and d.dram_gbps is not None and d.dram_gbps >= 0.8 * ceil.dram_gbps
+    if d.bound == "memory-bound" and near:
+        return _suggest(8.2, f"already at {d.dram_gbps / ceil.dram_gbps:.0%} of this GPU's copy bandwidth: this kernel "
+                             "is near its floor; only moving fewer bytes helps (fuse it with the ops before/after it, "
+                             "avoid re-reading inputs, lower precision where allowed)", "dram__bytes.sum.per_second",
+                        f"{d.dram_gbps:.0f} GB/s", "kernel fusion reduce global memory traffic")
+    if d.bound == "memory-bound" and dram_pct is not None and dram_pct >= 60:
+        return _suggest(8, "at DRAM bandwidth: move fewer bytes - fuse with producer/consumer ops, use 16-byte "
+                           "vectorized loads (float4), keep intermediates in registers/shared memory, lower precision "
+                           "where allowed", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                        f"{dram_pct:.0f}%", "vectorized memory access float4 global memory coalescing")
+    return None
+
+
+def _cache_reuse(f: _Facts) -> _Candidate | None:
+    """Memory-bound in the caches, not in DRAM."""
+    if f.d.bound == "memory-bound" and (f.dram_pct is None or f.dram_pct < 0.5 * f.m):
+        return _suggest(8.5, "the load/store pipe is saturated while DRAM is not: the same data is fetched repeatedly "
+                             "- tile it into shared memory (or registers) and reuse it across the block",
+                        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", f"{f.m:.0f}%",
+                        "shared memory tiling matrix multiplication data reuse")
+    return None
+
+
+# Stall reasons whose shares (added up) reach the threshold: score base + that share.
+# (reasons, threshold, base score, advice, metric, doc query)
+_STALL_RULES = (
+    (("long_scoreboard",), 0.25, 7,
+     "warps mostly wait on global memory loads: raise memory-level parallelism (more independent loads per thread, "
+     "cp.async/TMA prefetch, double buffering) or occupancy",
+     "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+     "long scoreboard stall global memory latency hiding"),
+    (("lg_throttle",), 0.2, 7,
+     "too many small global load/store instructions: use wider vector accesses (float4/int4) and fewer, coalesced "
+     "transactions", "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
+     "lg_throttle stall vectorized loads coalescing"),
+    (("mio_throttle", "short_scoreboard"), 0.25, 6,
+     "shared-memory pressure: check bank conflicts (pad the tile's leading dimension), use wider shared loads, or cut "
+     "shared-memory round trips", "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+     "shared memory bank conflicts padding"),
+    (("barrier",), 0.2, 6,
+     "warps wait at __syncthreads: balance the work between barriers, use fewer barriers or warp-level primitives "
+     "(__shfl_sync) for reductions", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+     "warp shuffle reduction __shfl_down_sync avoid __syncthreads"),
+)
+
+
+def _stall_rule(row: tuple, f: _Facts) -> _Candidate | None:
+    reasons, threshold, base, text, metric, query = row
+    share = sum(f.stall.get(r, 0) for r in reasons)
+    if share >= threshold:
+        return _suggest(base + share, text, metric, f"{share:.0%} of stalls", query)
+    return None
+
+
+def _tensor_cores(f: _Facts) -> _Candidate | None:
+    """Math on the CUDA cores while the tensor cores idle."""
+    d = f.d
+    fma = f.l.num("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active") or 0
+    if (d.bound == "compute-bound" or fma >= 40 or f.stall.get("math_pipe_throttle", 0) >= 0.2) and \
+            (d.tensor_pipe_pct or 0) < 5:
+        return _suggest(7.5, "FP32 math on CUDA cores while the tensor cores idle: for fp32 work keep fp32 accuracy on "
+                             "the tensor cores with 3xTF32 (each operand split into a TF32 high and low part, three "
+                             "MMAs; CUTLASS's OpMultiplyAddFastF32) - plain TF32 or BF16 is a precision downgrade an "
+                             "fp32 task's tolerance usually rejects; half-precision tasks use BF16/FP16 MMA "
+                             "(WMMA/mma.sync, cuBLAS)",
+                        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                        f"{d.tensor_pipe_pct or 0:.1f}%", "3xTF32 fp32-accurate tensor core GEMM mma.sync")
+    return None
+
+
+def _occupancy_limit(f: _Facts) -> _Candidate | None:
+    """A low theoretical occupancy, by what limits it."""
+    d = f.d
+    theo, lim = d.theoretical_occupancy_pct, d.occupancy_limiter
+    if theo is not None and theo < 50 and d.bound in ("latency-bound", "memory-bound"):
+        if lim.startswith("registers"):
+            return _suggest(6.5, f"occupancy capped at {theo:.0f}% by {d.registers_per_thread} registers/thread: use "
+                                 "__launch_bounds__(threads, minBlocks) or -maxrregcount, or hold less state per "
+                                 "thread",
+                            "launch__occupancy_limit_registers", lim, "__launch_bounds__ register usage occupancy")
+        if lim.startswith("shared"):
+            return _suggest(6.5, f"occupancy capped at {theo:.0f}% by shared memory ({d.shared_mem_bytes} B/block): "
+                                 "smaller tiles or fewer pipeline stages",
+                            "launch__occupancy_limit_shared_mem", lim, "shared memory per block occupancy")
+        if "block" in lim:
+            return _suggest(6.5, f"occupancy capped at {theo:.0f}% by the block size ({d.block}): use 128-512 threads "
+                                 "per block", "launch__occupancy_limit_blocks", lim, "choosing block size occupancy")
+    return None
+
+
+def _waves(f: _Facts) -> _Candidate | None:
+    """A grid too small to fill the SMs, else (latency-bound) an achieved occupancy well below the theoretical."""
+    d = f.d
+    theo, ach = d.theoretical_occupancy_pct, d.achieved_occupancy_pct
+    waves = f.l.num("launch__waves_per_multiprocessor")
+    if waves is not None and waves < 1.0 and d.bound != "launch-bound":
+        return _suggest(6.8, f"the grid ({d.grid}) fills only {waves:.2f} waves of the SMs: launch more, smaller "
+                             "blocks (or split-K / split the reduction) so every SM has work",
+                        "launch__waves_per_multiprocessor", f"{waves:.2f}", "grid size waves tail effect occupancy")
+    if ach is not None and theo and ach < 0.6 * theo and d.bound == "latency-bound":
+        return _suggest(5, f"achieved occupancy {ach:.0f}% vs theoretical {theo:.0f}%: load imbalance or a tail wave",
+                        "sm__warps_active.avg.pct_of_peak_sustained_active", f"{ach:.0f}%",
+                        "achieved occupancy tail effect")
+    return None
+
+
+def _spills(f: _Facts) -> _Candidate | None:
+    spills = f.l.num("sass__inst_executed_register_spilling")
+    if spills:
+        return _suggest(6.2, "registers spill to local memory: reduce live state per thread or unroll less",
+                        "sass__inst_executed_register_spilling", f"{spills:.0f} inst", "register spilling local memory")
+    return None
+
+
+def _l2_locality(f: _Facts) -> _Candidate | None:
+    d = f.d
+    if d.l2_hit_pct is not None and d.l2_hit_pct < 50 and (f.dram_pct or 0) >= 40 and \
+            (d.arithmetic_intensity or 0) > 1.0:
+        return _suggest(5.5, "low L2 hit rate with busy DRAM: improve locality (block swizzle/rasterization, tile "
+                             "order)", "lts__t_sector_hit_rate.pct", f"{d.l2_hit_pct:.0f}%",
+                        "L2 cache locality threadblock swizzle")
+    return None
+
+
+# The rules in order: on equal scores the earlier rule's suggestion comes first.
+_RULES: tuple[Callable[[_Facts], _Candidate | None], ...] = (
+    _launch_overhead, _dram_traffic, _cache_reuse, *(partial(_stall_rule, row) for row in _STALL_RULES),
+    _tensor_cores, _occupancy_limit, _waves, _spills, _l2_locality,
+)
 
 
 def hot_lines(source: list[dict[str, Any]], top: int = 5) -> list[HotLine]:

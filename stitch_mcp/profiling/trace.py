@@ -135,50 +135,10 @@ def digest(trace: Trace, ceilings: Ceilings, costs: dict[str, dict[str, Any]] | 
     if gpu and wall:
         idle = max(0.0, min(1.0, 1.0 - (gpu_ms or 0.0) / wall))
     launches = (trace.launches or len(trace.kernels)) / n if gpu else None
-
-    # -- ops: GPU time from their kernels (GPU) or host time (CPU)
-    op_ms: dict[str, float] = defaultdict(float)
-    op_calls: dict[str, int] = defaultdict(int)
-    op_kernels: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    op_kcount: dict[str, int] = defaultdict(int)
-    for o in trace.ops:
-        op_calls[op_base(o.name)] += 1
-        if not gpu:
-            op_ms[op_base(o.name)] += (o.end - o.start) / 1e6
-    if gpu:
-        for k in trace.kernels:
-            name = op_base(k.op) if k.op else "(no op)"
-            op_ms[name] += k.dur / 1e6
-            op_kcount[name] += 1
-            op_kernels[name][short_kernel_name(k.name)] += k.dur
-        for c in trace.copies:
-            name = op_base(c.op) if c.op else "(no op)"
-            op_ms[name] += c.dur / 1e6
-            op_kernels[name][c.kind] += c.dur
-    total_ms = sum(op_ms.values()) or 1e-12
-    rows: list[OpRow] = []
-    for name, ms in sorted(op_ms.items(), key=lambda kv: -kv[1]):
-        c = costs.get(op_key(name))
-        flops = c["flops"] if c else None
-        nbytes = c["bytes"] if c else None
-        intensity = (flops / nbytes) if (c and nbytes) else None
-        floor = ceilings.floor_ms(flops, nbytes, c.get("dtype") if c else None) if c else None
-        kern = sorted(op_kernels[name].items(), key=lambda kv: -kv[1])
-        rows.append(OpRow(name=name, gpu_ms=ms / n, share=ms / total_ms, calls=round(op_calls.get(name, 0) / n),
-                          kernel_count=round(op_kcount.get(name, 0) / n), kernels=[k for k, _ in kern[:3]],
-                          flops=flops if c else None, bytes=nbytes if c else None,
-                          intensity=intensity, floor_ms=floor, dtype=c.get("dtype") if c else None))
-    # -- kernels
-    kgroups: dict[tuple[str, str, str], list[Kernel]] = defaultdict(list)
-    for k in trace.kernels:
-        kgroups[(short_kernel_name(k.name), k.grid, k.block)].append(k)
-    ktotal = sum(k.dur for k in trace.kernels) or 1e-12
-    krows = []
-    for (name, grid, block), ks in sorted(kgroups.items(), key=lambda kv: -sum(k.dur for k in kv[1])):
-        dur = sum(k.dur for k in ks)
-        ops = sorted({op_base(k.op) for k in ks if k.op})
-        krows.append(KernelRow(name=name, op=", ".join(ops[:2]), grid=grid, block=block,
-                               calls=max(1, round(len(ks) / n)), duration_ms=dur / 1e6 / n, share=dur / ktotal))
+    times = _op_times(trace)
+    total_ms = sum(times.ms.values()) or 1e-12
+    rows = _op_rows(times, total_ms, n, ceilings, costs)
+    krows = _kernel_rows(trace, n)
     prof = ReferenceProfile(
         backend=trace.backend, device=trace.device, iterations=n, wall_ms_per_iter=wall, gpu_ms_per_iter=gpu_ms,
         gpu_idle_fraction=idle, launches_per_iter=launches,
@@ -192,12 +152,77 @@ def digest(trace: Trace, ceilings: Ceilings, costs: dict[str, dict[str, Any]] | 
         prof.notes.append(f"{len(rows) - max_ops} more ops not shown")
     if len(krows) > max_kernels:
         prof.notes.append(f"{len(krows) - max_kernels} more kernel kinds not shown")
-    why = _sum_vs_wall(total_ms / n if op_ms else None, wall, traced_wall, gpu_ms, gpu)
+    why = _sum_vs_wall(total_ms / n if times.ms else None, wall, traced_wall, gpu_ms, gpu)
     if why:
         prof.notes.append(why)
     prof.findings = findings(trace, prof, rows, kern_ms)
     prof.summary = summary_text(prof, ceilings)
     return prof
+
+
+@dataclass
+class _OpTimes:
+    """Per op (base name), over all iterations: its time in ms, calls, kernel launches, and ns per
+    kernel (short name) or copy kind."""
+
+    ms: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    kernel_count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    kernels: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+
+
+def _op_times(trace: Trace) -> _OpTimes:
+    """Ops' GPU time from their kernels and copies (GPU), or their host time (CPU)."""
+    times = _OpTimes()
+    gpu = trace.on_gpu
+    for o in trace.ops:
+        times.calls[op_base(o.name)] += 1
+        if not gpu:
+            times.ms[op_base(o.name)] += (o.end - o.start) / 1e6
+    if gpu:
+        for k in trace.kernels:
+            name = op_base(k.op) if k.op else "(no op)"
+            times.ms[name] += k.dur / 1e6
+            times.kernel_count[name] += 1
+            times.kernels[name][short_kernel_name(k.name)] += k.dur
+        for c in trace.copies:
+            name = op_base(c.op) if c.op else "(no op)"
+            times.ms[name] += c.dur / 1e6
+            times.kernels[name][c.kind] += c.dur
+    return times
+
+
+def _op_rows(times: _OpTimes, total_ms: float, n: int, ceilings: Ceilings,
+             costs: dict[str, dict[str, Any]]) -> list[OpRow]:
+    """One row per op, the most time first, with its cost (FLOPs, bytes) and floor where known."""
+    rows: list[OpRow] = []
+    for name, ms in sorted(times.ms.items(), key=lambda kv: -kv[1]):
+        c = costs.get(op_key(name))
+        flops = c["flops"] if c else None
+        nbytes = c["bytes"] if c else None
+        intensity = (flops / nbytes) if (c and nbytes) else None
+        floor = ceilings.floor_ms(flops, nbytes, c.get("dtype") if c else None) if c else None
+        kern = sorted(times.kernels[name].items(), key=lambda kv: -kv[1])
+        rows.append(OpRow(name=name, gpu_ms=ms / n, share=ms / total_ms, calls=round(times.calls.get(name, 0) / n),
+                          kernel_count=round(times.kernel_count.get(name, 0) / n), kernels=[k for k, _ in kern[:3]],
+                          flops=flops if c else None, bytes=nbytes if c else None,
+                          intensity=intensity, floor_ms=floor, dtype=c.get("dtype") if c else None))
+    return rows
+
+
+def _kernel_rows(trace: Trace, n: int) -> list[KernelRow]:
+    """One row per kernel (short name, grid, block), the most time first."""
+    kgroups: dict[tuple[str, str, str], list[Kernel]] = defaultdict(list)
+    for k in trace.kernels:
+        kgroups[(short_kernel_name(k.name), k.grid, k.block)].append(k)
+    ktotal = sum(k.dur for k in trace.kernels) or 1e-12
+    krows = []
+    for (name, grid, block), ks in sorted(kgroups.items(), key=lambda kv: -sum(k.dur for k in kv[1])):
+        dur = sum(k.dur for k in ks)
+        ops = sorted({op_base(k.op) for k in ks if k.op})
+        krows.append(KernelRow(name=name, op=", ".join(ops[:2]), grid=grid, block=block,
+                               calls=max(1, round(len(ks) / n)), duration_ms=dur / 1e6 / n, share=dur / ktotal))
+    return krows
 
 
 def _sum_vs_wall(op_total: float | None, wall: float | None, traced_wall: float | None, gpu_ms: float | None,
@@ -221,11 +246,15 @@ def _ops_in_order(trace: Trace, iteration: int) -> list[Op]:
 
 
 def findings(trace: Trace, prof: ReferenceProfile, rows: list[OpRow], kern_ms: float) -> list[Finding]:
-    out: list[Finding] = []
-    by_name = {r.name: r for r in rows}
-    # 1. fusion chains: consecutive elementwise/normalization ops (per iteration 0, or the first with ops)
-    iters = sorted({o.iteration for o in trace.ops if o.iteration >= 0})
-    ops = _ops_in_order(trace, iters[0]) if iters else []
+    out = _fusion_findings(trace, rows)
+    out += _launch_findings(prof)
+    out += _copy_findings(trace, prof, rows)
+    out += _floor_findings(trace, rows)
+    return out[:8]
+
+
+def _fusion_chains(ops: list[Op]) -> list[list[Op]]:
+    """Runs of consecutive elementwise/normalization ops: two or more, or one after a heavy op."""
     chains: list[list[Op]] = []
     cur: list[Op] = []
     for o in ops:
@@ -241,7 +270,16 @@ def findings(trace: Trace, prof: ReferenceProfile, rows: list[OpRow], kern_ms: f
             cur = []
     if len(cur) >= 2 or (cur and _prev_heavy(ops, cur[0])):
         chains.append(cur)
-    for chain in sorted(chains, key=lambda c: -_chain_ms(c, by_name))[:3]:
+    return chains
+
+
+def _fusion_findings(trace: Trace, rows: list[OpRow]) -> list[Finding]:
+    """1. fusion chains: consecutive elementwise/normalization ops (per iteration 0, or the first with ops)."""
+    out: list[Finding] = []
+    by_name = {r.name: r for r in rows}
+    iters = sorted({o.iteration for o in trace.ops if o.iteration >= 0})
+    ops = _ops_in_order(trace, iters[0]) if iters else []
+    for chain in sorted(_fusion_chains(ops), key=lambda c: -_chain_ms(c, by_name))[:3]:
         names = [op_base(o.name).split("::")[-1] for o in chain]
         prev = _prev_heavy(ops, chain[0])
         ms = _chain_ms(chain, by_name)
@@ -255,21 +293,30 @@ def findings(trace: Trace, prof: ReferenceProfile, rows: list[OpRow], kern_ms: f
                     + (f": ~{_fmt_ms(ms)} of {'GPU' if trace.on_gpu else 'CPU'} time now, each op re-reads and "
                        "re-writes the tensor" if ms else ""),
             evidence=[Evidence(file="profile", text=" -> ".join(names))], doc_id=None))
-    # 2. launch overhead / host gaps
-    if prof.gpu_idle_fraction is not None and prof.gpu_idle_fraction > 0.3 and prof.wall_ms_per_iter:
-        per_launch = (prof.gpu_ms_per_iter or 0) / max(1.0, prof.launches_per_iter or 1)
-        launch_bound = per_launch < 0.02 and (prof.launches_per_iter or 0) >= 5
-        why = ("launch overhead dominates: fuse ops to cut launches or capture the forward in a CUDA graph"
-               if launch_bound else "the GPU waits on the host (host work, synchronizations, copies): keep the "
-                                    "forward on the GPU and avoid syncs")
-        out.append(Finding(
-            code="launch_bound" if launch_bound else "host_gaps",
-            severity="warning", confidence="probable",
-            message=f"GPU idle {prof.gpu_idle_fraction:.0%} of each iteration ({prof.launches_per_iter:.0f} launches, "
-                    f"{_fmt_ms(per_launch)} GPU work per launch): {why}",
-            evidence=[Evidence(file="profile", text=f"wall {_fmt_ms(prof.wall_ms_per_iter)}, GPU busy "
-                                                    f"{_fmt_ms(prof.gpu_ms_per_iter)}")]))
-    # 3. copies that could be avoided
+    return out
+
+
+def _launch_findings(prof: ReferenceProfile) -> list[Finding]:
+    """2. launch overhead / host gaps."""
+    if not (prof.gpu_idle_fraction is not None and prof.gpu_idle_fraction > 0.3 and prof.wall_ms_per_iter):
+        return []
+    per_launch = (prof.gpu_ms_per_iter or 0) / max(1.0, prof.launches_per_iter or 1)
+    launch_bound = per_launch < 0.02 and (prof.launches_per_iter or 0) >= 5
+    why = ("launch overhead dominates: fuse ops to cut launches or capture the forward in a CUDA graph"
+           if launch_bound else "the GPU waits on the host (host work, synchronizations, copies): keep the "
+                                "forward on the GPU and avoid syncs")
+    return [Finding(
+        code="launch_bound" if launch_bound else "host_gaps",
+        severity="warning", confidence="probable",
+        message=f"GPU idle {prof.gpu_idle_fraction:.0%} of each iteration ({prof.launches_per_iter:.0f} launches, "
+                f"{_fmt_ms(per_launch)} GPU work per launch): {why}",
+        evidence=[Evidence(file="profile", text=f"wall {_fmt_ms(prof.wall_ms_per_iter)}, GPU busy "
+                                                f"{_fmt_ms(prof.gpu_ms_per_iter)}")])]
+
+
+def _copy_findings(trace: Trace, prof: ReferenceProfile, rows: list[OpRow]) -> list[Finding]:
+    """3. copies that could be avoided."""
+    out: list[Finding] = []
     if prof.memcpy_bytes_per_iter > 0:
         kinds = sorted({c.kind for c in trace.copies if c.kind != "memset"})
         out.append(Finding(code="avoidable_copy", severity="warning", confidence="possible",
@@ -280,14 +327,19 @@ def findings(trace: Trace, prof: ReferenceProfile, rows: list[OpRow], kern_ms: f
             out.append(Finding(code="avoidable_copy", severity="info", confidence="possible",
                                message=f"{r.name} takes {r.share:.0%} ({_fmt_ms(r.gpu_ms)}): a layout copy a fused "
                                        "kernel could avoid by reading the strided input directly"))
-    # 4. far from floor (GPU only: a CPU run says nothing about the GPU's floor)
+    return out
+
+
+def _floor_findings(trace: Trace, rows: list[OpRow]) -> list[Finding]:
+    """4. far from floor (GPU only: a CPU run says nothing about the GPU's floor)."""
+    out: list[Finding] = []
     for r in (rows if trace.on_gpu else []):
         if r.floor_ms and r.gpu_ms > 0 and r.share >= 0.05 and r.gpu_ms > 3 * r.floor_ms:
             out.append(Finding(code="far_from_floor", severity="info", confidence="probable",
                                message=f"{r.name}: {_fmt_ms(r.gpu_ms)} vs floor {_fmt_ms(r.floor_ms)} "
                                        f"({r.gpu_ms / r.floor_ms:.0f}x; intensity {r.intensity or 0:.1f} FLOP/B): "
                                        "room for a better kernel"))
-    return out[:8]
+    return out
 
 
 def _prev_heavy(ops: list[Op], first: Op) -> Op | None:
