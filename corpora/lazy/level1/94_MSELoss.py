@@ -11,11 +11,12 @@ import triton.language as tl
 @triton.jit
 def _lz_l1_94_sqdiff_partial(p_ptr, t_ptr, part_ptr, n, n_tiles, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
+    first = pid.to(tl.int64)  # 64-bit tile index, so tile * BLOCK cannot overflow
+    step = tl.num_programs(0).to(tl.int64)
     lanes = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], tl.float32)
-    for tile in range(pid, n_tiles, nprog):
-        offs = tile.to(tl.int64) * BLOCK + lanes
+    for tile in range(first, n_tiles, step):
+        offs = tile * BLOCK + lanes
         mask = offs < n
         p = tl.load(p_ptr + offs, mask=mask, other=0.0)
         t = tl.load(t_ptr + offs, mask=mask, other=0.0)
