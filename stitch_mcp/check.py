@@ -652,7 +652,7 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
     candidate builds on the CPU, and store the result as the task's baselines: a task's first
     candidate then waits for the longer of the two instead of their sum. The thread outlives a
     failed build (the task's next candidate uses what it measures); cancelling the call kills it."""
-    from stitch_mcp.devices import acquire_device
+    from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.store import get_workspace
     from stitch_mcp.worker import run_worker
 
@@ -665,12 +665,13 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
     def measure() -> None:
         workdir = Path(tempfile.mkdtemp(prefix="baseline-", dir=_work_parent(settings)))
         try:
-            with acquire_device(check_cancel=progress.check) as lease:
-                # inductor's pool of compile processes would take the cores the build is using;
-                # the number of compile threads changes how long compiling takes, not its kernels
-                res = run_worker("baseline", spec, workdir=workdir, timeout_s=settings.run_timeout_s,
-                                 register_kill=progress.on_cancel,
-                                 env={**env, **lease.worker_env(), "TORCHINDUCTOR_COMPILE_THREADS": "1"})
+            gpu = choose_device()  # the worker holds its GPU memory, then the device (correctness.baseline_stage)
+            spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
+            # inductor's pool of compile processes would take the cores the build is using;
+            # the number of compile threads changes how long compiling takes, not its kernels
+            res = run_worker("baseline", spec, workdir=workdir, timeout_s=settings.run_timeout_s,
+                             register_kill=progress.on_cancel,
+                             env={**env, **pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"})
             if res.ok:
                 _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
             else:  # the run stage measures them itself

@@ -5,6 +5,7 @@ weights, and the reference's eager and torch.compile timing (stitch_mcp.judge ru
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -161,12 +162,40 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     torch.backends.cudnn.allow_tf32 = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
     ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
-    stage("inputs")
     init_args = init_inputs(ref_mod)
-    ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
-    inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
-    stage("timing")
-    base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs),
-                             bool(spec.get("compare_compile")), stage)
+    with _gpu_held(spec, torch, ref_mod, init_args, device):
+        stage("inputs")
+        ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
+        inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
+        stage("timing")
+        base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs),
+                                 bool(spec.get("compare_compile")), stage)
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
+
+
+@contextlib.contextmanager
+def _gpu_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str):
+    """On a GPU: the reference's share of the card's memory, then the device itself (memory before
+    the device, as the judge takes them: stitch_mcp.gpu_memory)."""
+    if device != "cuda":
+        yield
+        return
+    from stitch_mcp.devices import Gpu, acquire_device
+    from stitch_mcp.events import stage
+    from stitch_mcp.gpu_memory import held
+
+    gpu = spec.get("lease_gpu")
+    with held(gpu, _reference_need(torch, ref_mod, init_args), stage):
+        stage("waiting for the device")
+        with acquire_device(gpus=[Gpu(**gpu)] if gpu else None):
+            yield
+
+
+def _reference_need(torch, ref_mod, init_args: list[Any]) -> int | None:
+    """The reference alone holds about half of what a whole check does (stitch_mcp.gpu_memory.COPIES:
+    one copy of each kind, another for torch.compile's model and the timing inputs)."""
+    from stitch_mcp.gpu_memory import estimate_need
+
+    need = estimate_need(torch, ref_mod, init_args)
+    return None if need is None else need // 2

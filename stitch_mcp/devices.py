@@ -189,3 +189,62 @@ def acquire_device(timeout_s: float = 3600.0, poll_s: float = 0.05, gpus: list[G
                 fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
 
+
+
+# A GPU's memory in equal shares, one lock file each. A check holds the shares its estimate needs
+# from its first allocation on the device to its end (stitch_mcp.gpu_memory), so checks that import,
+# build and warm up outside the device lease cannot run the card out of memory between them. Order:
+# memory first, then the device lease, never the other way round (no one waits for memory while
+# holding the device).
+MEMORY_SHARES = 32
+
+
+def _share_path(gpu: Gpu, i: int | str) -> Path:
+    return lock_dir() / f"memory-{gpu.uuid}-{i}.lock"
+
+
+@contextlib.contextmanager
+def reserve_memory(gpu: Gpu, shares: int, timeout_s: float = 3600.0, poll_s: float = 0.05,
+                   check_cancel=None) -> Iterator[float]:
+    """Hold `shares` of MEMORY_SHARES shares of `gpu`'s memory; yields the seconds waited. One
+    process at a time collects (a queue lock), keeping what it takes until it has enough: small
+    requests cannot starve a large one, and no two collectors can deadlock."""
+    shares = max(1, min(shares, MEMORY_SHARES))
+    handles = [open(_share_path(gpu, i), "a+") for i in range(MEMORY_SHARES)]
+    queue = open(_share_path(gpu, "queue"), "a+")
+    held: list = []
+    start = time.monotonic()
+
+    def wait_or_give_up() -> None:
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"{shares} of {MEMORY_SHARES} shares of GPU {gpu.index}'s memory did not come free "
+                               f"in {timeout_s:.0f} s")
+        if check_cancel:
+            check_cancel()
+        time.sleep(poll_s)
+
+    try:
+        while not _try_lock(queue):
+            wait_or_give_up()
+        while True:
+            for h in handles:
+                if len(held) < shares and h not in held and _try_lock(h):
+                    held.append(h)
+            if len(held) == shares:
+                break
+            wait_or_give_up()
+        fcntl.flock(queue, fcntl.LOCK_UN)
+        yield time.monotonic() - start
+    finally:
+        for f in [*handles, queue]:
+            with contextlib.suppress(OSError):
+                fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+
+
+def _try_lock(fh) -> bool:
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

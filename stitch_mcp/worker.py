@@ -280,7 +280,7 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     reader = threading.Thread(target=_read_events, args=(started.events_fd, res, on_event), daemon=True)
     reader.start()
     try:
-        _wait(proc, timeout_s, kill)
+        _wait(proc, timeout_s, kill, res)
     finally:
         _clean_up(started, unregister)
     reader.join(timeout=5)
@@ -368,18 +368,35 @@ def _record_event(ev: dict[str, Any], res: WorkerResult) -> None:
             res.stage = str(ev.get("name", ""))
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer) -> None:
-    """Wait for the worker to exit; past `timeout_s`, kill it and wait a grace period more."""
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill("timeout")
+# Stages in which the worker only waits for others' checks to finish: they do not count against its
+# time limit (with twelve checks at once a wait for the device passed 120 s), up to MAX_WAIT_S.
+WAITING_STAGES = {"waiting for the device", "waiting for GPU memory"}
+MAX_WAIT_S = 3600.0
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer, res: WorkerResult) -> None:
+    """Wait for the worker to exit; past `timeout_s` (not counting its WAITING_STAGES), kill it
+    and wait a grace period more."""
+    start = last = time.monotonic()
+    waited = 0.0
+    while True:
         try:
-            # A process killed while a kernel spins can sit in the driver until its context is torn
-            # down; don't let that hold this thread (and the device lease) forever.
-            proc.wait(timeout=KILL_GRACE_S)
+            proc.wait(timeout=0.25)
+            return
         except subprocess.TimeoutExpired:
-            log.error("worker %d still alive %d s after SIGKILL (stuck in the GPU driver?)", proc.pid, KILL_GRACE_S)
+            now = time.monotonic()
+            if res.stage in WAITING_STAGES and waited < MAX_WAIT_S:
+                waited += now - last
+            last = now
+            if now - start - waited > timeout_s:
+                break
+    kill("timeout")
+    try:
+        # A process killed while a kernel spins can sit in the driver until its context is torn
+        # down; don't let that hold this thread (and the device lease) forever.
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        log.error("worker %d still alive %d s after SIGKILL (stuck in the GPU driver?)", proc.pid, KILL_GRACE_S)
 
 
 def _clean_up(started: _Started, unregister: Callable[[], None] | None) -> None:
@@ -647,6 +664,12 @@ def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
             blocks.append(bytearray(256 * 1024 * 1024))
     if action == "raise":
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    if action == "wait_then_hang":  # waiting for the device does not count against the time limit
+        stage("waiting for the device")
+        time.sleep(float(spec.get("wait_s", 0)))
+        stage("selftest")
+        time.sleep(float(spec.get("then_s", 0)))
+        return {"waited": True}
     if action == "cuda_devices":  # which GPUs a stage sees: for the spare-worker GPU test
         import torch
 

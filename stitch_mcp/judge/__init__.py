@@ -52,29 +52,30 @@ def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
 
     res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
     rooms: dict[str, RoomClient] = {}
-    try:
-        stage("import")
-        rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"])
-        if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it
-            rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model")
-        p = prepare(spec, res)
-        _judge(spec, res, p, rooms, stage)
-    except StageError as exc:
-        res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
-    except RoomGone as exc:
-        res["error"] = {"kind": exc.kind, "message": exc.message}
-    except BaseException as exc:
-        from stitch_mcp.crashes import classify_error_text
+    with contextlib.ExitStack() as hold:  # the check's share of GPU memory: released after the rooms end
+        try:
+            stage("import")
+            rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"])
+            if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it
+                rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model")
+            p = prepare(spec, res, hold)
+            _judge(spec, res, p, rooms, stage)
+        except StageError as exc:
+            res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
+        except RoomGone as exc:
+            res["error"] = {"kind": exc.kind, "message": exc.message}
+        except BaseException as exc:
+            from stitch_mcp.crashes import classify_error_text
 
-        found = classify_error_text(f"{type(exc).__name__}: {exc}")
-        res["error"] = {"kind": found[0] if found else "internal",
-                        "message": f"{type(exc).__name__}: {exc}"[:3000] + (f" — {found[1]}" if found else ""),
-                        "traceback": traceback.format_exc()[-4000:]}
-    finally:
-        for r in rooms.values():
-            r.close()
-        if "candidate" in rooms:
-            res["room"] = rooms["candidate"].describe()
+            found = classify_error_text(f"{type(exc).__name__}: {exc}")
+            res["error"] = {"kind": found[0] if found else "internal",
+                            "message": f"{type(exc).__name__}: {exc}"[:3000] + (f" — {found[1]}" if found else ""),
+                            "traceback": traceback.format_exc()[-4000:]}
+        finally:
+            for r in rooms.values():
+                r.close()
+            if "candidate" in rooms:
+                res["room"] = rooms["candidate"].describe()
     return res
 
 

@@ -8,6 +8,7 @@ buffers and hand the room the new ones; trials and timing use them alike.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,13 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
 
 
-def prepare(spec: dict[str, Any], res: dict[str, Any]) -> Prepared:
+def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack) -> Prepared:
+    """The reference imported, its first inputs made, its model built and warmed up. On a GPU the
+    check's share of the card's memory is entered into `hold` before anything is allocated there."""
     import torch
 
+    from stitch_mcp.events import stage
+    from stitch_mcp.gpu_memory import BATCH_BYTES, estimate_need, held
     from stitch_mcp.loader import build_model, import_program, init_inputs, make_inputs
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -58,6 +63,10 @@ def prepare(spec: dict[str, Any], res: dict[str, Any]) -> Prepared:
     for need in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(ref_mod, need):
             raise StageError("reference_error", f"the reference defines no {need}")
+    if device == "cuda":
+        need_bytes = estimate_need(torch, ref_mod, _init_args(ref_mod), BATCH_BYTES if spec.get("timing") else 0)
+        res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
+        res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
     try:
         init_args = init_inputs(ref_mod)
         first = make_inputs(ref_mod, device, spec["plan"][0][0])
@@ -78,6 +87,15 @@ def prepare(spec: dict[str, Any], res: dict[str, Any]) -> Prepared:
     p.inputs = p.arena.layout(integ.flatten(first))
     p.outputs = p.arena.layout(flat)
     return p
+
+
+def _init_args(ref_mod) -> list[Any]:
+    from stitch_mcp.loader import init_inputs
+
+    try:
+        return init_inputs(ref_mod)
+    except BaseException as exc:
+        raise StageError("reference_error", f"the reference's get_init_inputs failed: {type(exc).__name__}: {exc}") from None
 
 
 def reference_output(ref_model, inputs: list[Any]):

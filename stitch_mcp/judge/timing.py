@@ -19,6 +19,7 @@ from stitch_mcp import integrity as integ
 from stitch_mcp.compare import compare
 from stitch_mcp.correctness import TimingInputs, bench_options, measure_baselines
 from stitch_mcp.door import Arg, Batch, Call, Run
+from stitch_mcp.gpu_memory import BATCH_BYTES  # inputs and outputs of one batch's calls, in shared buffers
 from stitch_mcp.judge.prepare import Prepared, attach, put_inputs, reference_output, sync
 from stitch_mcp.judge_room import RoomClient, RoomGone
 from stitch_mcp.timing import L2_FLUSH_BYTES
@@ -136,7 +137,6 @@ DOOR_SPREAD = 0.5
 # honestly; by more than BATCH_SLACK, the room's times are not believed.
 BATCH_MS = 2.0  # the work of one batch: long beside the door's jitter
 BATCH_CALLS = (16, 256)
-BATCH_BYTES = 512 << 20  # inputs and outputs of one batch's calls, in shared buffers
 BATCH_ROUNDS = 5
 BATCH_SLACK = 1.5
 

@@ -1,0 +1,66 @@
+"""How much GPU memory one check needs, and holding that much of the card while it runs.
+
+Checks import, build and warm up outside the device lease so that they overlap (issue 15), but
+their tensors stay on the card: KernelBench's level-1 inputs alone are 6 GB, and twelve checks at
+once ran an 80 GB H100 out of memory (docs/gpu-runs/2026-11-25-session7). A trusted process (the
+judge, the baseline worker) therefore estimates what the check will hold at most, from the
+reference's inputs, outputs and weights made on the meta device (nothing allocated), and holds that
+many shares of the card's memory (stitch_mcp.devices.reserve_memory) from before its first
+allocation to its end. A reference that cannot run on the meta device takes the whole card.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+# What a check keeps on the card besides tensors: two CUDA contexts (judge and room, ~0.5 GB each),
+# cuBLAS/cuDNN workspaces and the caching allocators' slack.
+OVERHEAD_BYTES = 2 << 30
+# Copies of each kind a check holds at once at most: inputs (the judge's, the room's shared
+# buffers, the reference room's), outputs (the reference's, the shared buffers, the candidate's own),
+# weights (the judge's reference model, the candidate's model, the reference room's model).
+COPIES = {"inputs": 3, "outputs": 3, "weights": 3}
+BATCH_BYTES = 512 << 20  # what timing's batches of back-to-back calls add, in shared buffers (judge.timing)
+
+
+def estimate_need(torch, ref_mod: Any, init_args: list[Any], extra_bytes: int = 0) -> int | None:
+    """Bytes a check holds on the GPU at most; None when the reference does not run on the meta
+    device (then nothing is known and the check takes the whole card)."""
+    from stitch_mcp import integrity as integ
+
+    try:
+        with torch.device("meta"):
+            inputs = list(ref_mod.get_inputs())
+    except Exception:
+        return None
+    in_bytes = integ.tensor_bytes(inputs)
+    out_bytes, weight_bytes = in_bytes, 0  # where the model does not run on meta: outputs like inputs
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model = ref_mod.Model(*init_args)
+            weight_bytes = integ.tensor_bytes(list(model.state_dict().values()))
+            out_bytes = integ.tensor_bytes(integ.flatten(model(*inputs)))
+    except Exception:
+        pass
+    return (COPIES["inputs"] * in_bytes + COPIES["outputs"] * out_bytes + COPIES["weights"] * weight_bytes
+            + OVERHEAD_BYTES + extra_bytes)
+
+
+@contextlib.contextmanager
+def held(gpu_fields: dict[str, Any] | None, need: int | None, stage) -> Iterator[dict[str, Any]]:
+    """Hold the shares of the check's GPU that `need` bytes take (all of them for None); yields
+    what was held, for the report. Nothing to hold without a GPU or its size."""
+    from stitch_mcp.devices import MEMORY_SHARES, Gpu, discover, reserve_memory
+
+    gpu = Gpu(**gpu_fields) if gpu_fields else next(iter(discover()), None)
+    if gpu is None or not gpu.memory_total:
+        yield {}
+        return
+    shares = MEMORY_SHARES if need is None else math.ceil(need / (gpu.memory_total / MEMORY_SHARES))
+    shares = min(shares, MEMORY_SHARES)
+    stage("waiting for GPU memory")
+    with reserve_memory(gpu, shares) as waited:
+        yield {"need_bytes": need, "shares": shares, "of_shares": MEMORY_SHARES, "waited_s": round(waited, 3)}

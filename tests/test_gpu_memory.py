@@ -1,0 +1,115 @@
+"""GPU memory held per check (stitch_mcp.gpu_memory, stitch_mcp.devices.reserve_memory): what a
+check's estimate comes to, and that shares of one card are never handed out twice. The locks are
+file locks, so threads with their own open files contend as processes do; no GPU is needed."""
+
+from __future__ import annotations
+
+import threading
+import time
+import types
+import uuid
+
+import pytest
+
+from stitch_mcp.devices import MEMORY_SHARES, Gpu, reserve_memory
+from stitch_mcp.gpu_memory import COPIES, OVERHEAD_BYTES, estimate_need, held
+
+torch = pytest.importorskip("torch")
+GiB = 1 << 30
+
+
+def program(source: str) -> types.ModuleType:
+    mod = types.ModuleType("reference")
+    exec(source, mod.__dict__)
+    return mod
+
+
+RELU = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.rand(4096, 393216)]
+def get_init_inputs():
+    return []
+"""
+
+LINEAR = """
+import torch
+class Model(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.gemm = torch.nn.Linear(n, 2 * n)
+    def forward(self, x):
+        return self.gemm(x)
+def get_inputs():
+    return [torch.randn(1024, 8192)]
+def get_init_inputs():
+    return [8192]
+"""
+
+
+def test_the_estimate_counts_inputs_outputs_and_weights_without_allocating():
+    need = estimate_need(torch, program(RELU), [])  # 6 GiB of input: nothing of it is made
+    assert need == (COPIES["inputs"] + COPIES["outputs"]) * 6 * GiB + OVERHEAD_BYTES
+    lin = program(LINEAR)
+    x, out, w = 1024 * 8192 * 4, 1024 * 16384 * 4, (8192 * 16384 + 16384) * 4
+    assert estimate_need(torch, lin, [8192], extra_bytes=7) == \
+        COPIES["inputs"] * x + COPIES["outputs"] * out + COPIES["weights"] * w + OVERHEAD_BYTES + 7
+
+
+def test_a_reference_the_meta_device_cannot_run_is_estimated_as_well_as_can_be():
+    data_dependent = RELU.replace("return [torch.rand(4096, 393216)]", "return [torch.rand(int(torch.rand(1).item()) + 4)]")
+    assert estimate_need(torch, program(data_dependent), []) is None  # nothing known: the whole card
+    opaque_model = RELU.replace("return torch.relu(x)", "return torch.tensor(x.tolist())")
+    assert estimate_need(torch, program(opaque_model), []) == \
+        (COPIES["inputs"] + COPIES["outputs"]) * 6 * GiB + OVERHEAD_BYTES  # outputs taken as the inputs' size
+
+
+def card(total: int = 80 * GiB) -> Gpu:
+    return Gpu(0, f"test-{uuid.uuid4()}", "test card", memory_total=total)
+
+
+def test_shares_of_a_card_are_never_handed_out_twice():
+    gpu, events = card(), []
+
+    def check(name: str, shares: int, hold_s: float) -> None:
+        with reserve_memory(gpu, shares, poll_s=0.01):
+            events.append(("in", name, time.monotonic()))
+            time.sleep(hold_s)
+            events.append(("out", name, time.monotonic()))
+
+    big = threading.Thread(target=check, args=("big", MEMORY_SHARES - 4, 0.6))
+    big.start()
+    time.sleep(0.2)
+    small = threading.Thread(target=check, args=("small", 4, 0.1))  # fits beside it
+    large = threading.Thread(target=check, args=("large", 8, 0.1))  # must wait for "big" to end
+    small.start(), large.start()
+    for t in (big, small, large):
+        t.join(10)
+    at = {(kind, name): t for kind, name, t in events}
+    assert at[("in", "small")] < at[("out", "big")]
+    assert at[("in", "large")] >= at[("out", "big")]
+
+
+def test_a_check_that_needs_more_than_the_card_takes_all_of_it_and_waits_its_turn():
+    gpu, stages = card(40 * GiB), []
+    with held({**gpu.__dict__}, 100 * GiB, stages.append) as got:
+        assert got["shares"] == MEMORY_SHARES and got["need_bytes"] == 100 * GiB
+        assert stages == ["waiting for GPU memory"]
+        with pytest.raises(TimeoutError):
+            with reserve_memory(gpu, 1, timeout_s=0.3):
+                pass
+    with held({**gpu.__dict__}, None, stages.append) as got:  # unknown: the whole card, now free again
+        assert got["shares"] == MEMORY_SHARES
+    with held({**gpu.__dict__}, 3 * GiB, stages.append) as got:
+        assert got["shares"] == 3  # 40 GiB in 32 shares of 1.25 GiB
+
+
+def test_without_a_gpu_nothing_is_held(monkeypatch):
+    import stitch_mcp.devices as devices
+
+    monkeypatch.setattr(devices, "discover", lambda: [])
+    with held(None, 10 * GiB, lambda name: pytest.fail("no stage without a GPU")) as got:
+        assert got == {}
