@@ -238,6 +238,7 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     and leased by the judge for its trials and timing."""
     from stitch_mcp.ceilings import reference_flops
     from stitch_mcp.devices import choose_device, pin_env
+    from stitch_mcp.gpu_memory import out_of_memory_beside_others
     from stitch_mcp.worker import run_worker
 
     if early_baselines is not None:
@@ -261,6 +262,12 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
                      on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
     progress.check()
+    if out_of_memory_beside_others(res.result, f"{res.kind} {res.message}"):
+        progress.update(1, 3, "out of GPU memory beside other checks: judged again with the card to itself")
+        spec["whole_card"] = True
+        res = run_worker("run", spec, workdir=workroot / "run-whole-card", timeout_s=settings.run_timeout_s,
+                         on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
+        progress.check()
     _read_run(report, res, spec, cand.source)
     out = res.result or {}
     if out.get("needs_gpu"):

@@ -6,7 +6,9 @@ once ran an 80 GB H100 out of memory (docs/gpu-runs/2026-11-25-session7). A trus
 judge, the baseline worker) therefore estimates what the check will hold at most, from the
 reference's inputs, outputs and weights made on the meta device (nothing allocated), and holds that
 many shares of the card's memory (stitch_mcp.devices.reserve_memory) from before its first
-allocation to its end. A reference that cannot run on the meta device takes the whole card.
+allocation to its end. A reference that cannot run on the meta device takes the whole card, and
+so does a check that ran out of memory beside others: it is judged again with the card to itself
+(stitch_mcp.check), so "out of memory" is never a verdict that other checks caused.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from typing import Any
 # What a check keeps on the card besides tensors: two CUDA contexts (judge and room, ~0.5 GB each),
 # cuBLAS/cuDNN workspaces and the caching allocators' slack.
 OVERHEAD_BYTES = 2 << 30
-# Copies of each kind a check holds at once at most: inputs (the judge's, the room's shared
-# buffers, the reference room's), outputs (the reference's, the shared buffers, the candidate's own),
-# weights (the judge's reference model, the candidate's model, the reference room's model).
-COPIES = {"inputs": 3, "outputs": 3, "weights": 3}
+# Copies of each kind a check holds at once at most, the caching allocators' high-water marks
+# included: inputs (the judge's first and fresh ones, the room's shared buffers, what the candidate
+# copies), outputs (the reference's, the shared buffers, the judge's clone, the candidate's own, the
+# reference room's, a float64 reference for a failed trial's noise), weights (the judge's reference
+# model, the candidate's, the reference room's). On an H100 three of each was not enough.
+COPIES = {"inputs": 4, "outputs": 6, "weights": 3}
 BATCH_BYTES = 512 << 20  # what timing's batches of back-to-back calls add, in shared buffers (judge.timing)
 
 
@@ -64,3 +68,17 @@ def held(gpu_fields: dict[str, Any] | None, need: int | None, stage) -> Iterator
     stage("waiting for GPU memory")
     with reserve_memory(gpu, shares) as waited:
         yield {"need_bytes": need, "shares": shares, "of_shares": MEMORY_SHARES, "waited_s": round(waited, 3)}
+
+
+_OOM = ("out of memory", "cumemcreate failed", "cuda_oom", "outofmemoryerror")
+
+
+def out_of_memory_beside_others(result: dict[str, Any] | None, message: str = "") -> bool:
+    """A run stage that ran out of GPU memory while it held only part of the card."""
+    result = result or {}
+    held_shares = result.get("memory") or {}
+    if not held_shares or held_shares.get("shares", 0) >= held_shares.get("of_shares", 0):
+        return False
+    error = result.get("error") or {}
+    text = f"{message} {error.get('kind', '')} {error.get('message', '')}".lower()
+    return any(word in text for word in _OOM)

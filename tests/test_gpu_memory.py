@@ -85,7 +85,9 @@ def test_shares_of_a_card_are_never_handed_out_twice():
     time.sleep(0.2)
     small = threading.Thread(target=check, args=("small", 4, 0.1))  # fits beside it
     large = threading.Thread(target=check, args=("large", 8, 0.1))  # must wait for "big" to end
-    small.start(), large.start()
+    small.start()
+    time.sleep(0.05)
+    large.start()  # once it collects, later requests queue behind it: none can starve it
     for t in (big, small, large):
         t.join(10)
     at = {(kind, name): t for kind, name, t in events}
@@ -113,3 +115,18 @@ def test_without_a_gpu_nothing_is_held(monkeypatch):
     monkeypatch.setattr(devices, "discover", lambda: [])
     with held(None, 10 * GiB, lambda name: pytest.fail("no stage without a GPU")) as got:
         assert got == {}
+
+
+def test_only_running_out_of_memory_beside_others_is_judged_again():
+    from stitch_mcp.gpu_memory import out_of_memory_beside_others as again
+
+    part = {"shares": 12, "of_shares": MEMORY_SHARES}
+    oom = {"kind": "cuda_oom", "message": "OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"}
+    assert again({"memory": part, "error": oom})
+    assert again({"memory": part, "error": {"kind": "internal", "message": "RuntimeError: cuMemCreate failed (2)"}})
+    assert again({"memory": part, "error": {"kind": "reference_error", "message": "reference forward raised "
+                                                                                   "OutOfMemoryError: CUDA out of memory"}})
+    assert not again({"memory": {**part, "shares": MEMORY_SHARES}, "error": oom})  # it had the card: a verdict
+    assert not again({"error": oom})  # nothing was held (no GPU): nothing to blame on others
+    assert not again({"memory": part, "error": {"kind": "runtime_error", "message": "index out of range"}})
+    assert not again(None, "")

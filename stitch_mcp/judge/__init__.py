@@ -59,6 +59,7 @@ def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
             if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it
                 rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model")
             p = prepare(spec, res, hold)
+            _extend_deadlines(rooms, res["stage_seconds"].get("memory_wait", 0.0))
             _judge(spec, res, p, rooms, stage)
         except StageError as exc:
             res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
@@ -85,7 +86,8 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
     stage("candidate_import")
     load_candidate(spec, res, p, room)  # imports, lazy builds, construction, a first call: no lease
     lap("load")
-    with _device_lease(spec, res, stage):  # the GPU to ourselves: trials and timing
+    with _device_lease(spec, res, stage) as lease:  # the GPU to ourselves: trials and timing
+        _extend_deadlines(rooms, lease.waited_s)
         lap("lease_wait")
         stage("correctness")
         facts = run_trials(spec, res, p, room, stage)
@@ -143,6 +145,13 @@ def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
         yield
     finally:
         os.sched_setaffinity(0, own)
+
+
+def _extend_deadlines(rooms: dict[str, RoomClient], waited_s: float) -> None:
+    """A room's time limit does not run while the judge waits for others' checks (GPU memory, the
+    device): a lazy build that started before the wait still has its whole limit."""
+    for room in rooms.values():
+        room.deadline += waited_s
 
 
 @contextlib.contextmanager

@@ -64,7 +64,8 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
         if not hasattr(ref_mod, need):
             raise StageError("reference_error", f"the reference defines no {need}")
     if device == "cuda":
-        need_bytes = estimate_need(torch, ref_mod, _init_args(ref_mod), BATCH_BYTES if spec.get("timing") else 0)
+        need_bytes = None if spec.get("whole_card") else \
+            estimate_need(torch, ref_mod, _init_args(ref_mod), BATCH_BYTES if spec.get("timing") else 0)
         res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
         res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
     try:
