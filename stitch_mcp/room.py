@@ -47,6 +47,12 @@ class _Room:
 
         from stitch_mcp.shared_tensors import Attached
 
+        # fp32 as the judge's reference computes it (stitch_mcp.judge.prepare): without this, an
+        # nn.Conv2d the candidate keeps would run with TF32 (cuDNN's default), errors 200-550x the
+        # reference's own noise on an H100 and a fail at the strict tolerance. A candidate may still
+        # turn TF32 on itself; the rubric sees it.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
         self.torch, self.door = torch, door
         self.shared = Attached()
         self.model: Any = None
