@@ -818,3 +818,23 @@ def test_reference_digest_findings_and_notes_word_for_word():
     assert [f.message for f in launch] == [
         "GPU idle 99% of each iteration (10 launches, 1.0 us GPU work per launch): launch overhead dominates: fuse ops "
         "to cut launches or capture the forward in a CUDA graph"]
+
+
+NSYS_H100 = FIX / "nsys" / "h100_cuda13.sqlite"
+
+
+def test_nsys_export_of_a_real_h100_run_parses():
+    """A real `nsys export --type sqlite` (Nsight Systems 2022.4.2 on an H100, CUDA 13 driver, torch
+    2.11; tests/fixtures/nsys/README.md): kernels with their names and owning NVTX ranges, launches,
+    copies; without stitch's iteration ranges the whole capture is one iteration, and says so."""
+    from stitch_mcp.profiling.nsys import parse_sqlite
+    from stitch_mcp.profiling.trace import digest
+
+    t = parse_sqlite(NSYS_H100)
+    assert t.backend == "nsys" and t.device == "NVIDIA H100 80GB HBM3"
+    assert len(t.iterations) == 1 and any("no stitch_iter NVTX ranges" in n for n in t.notes)
+    assert len(t.kernels) == 28 and t.launches == 28
+    assert any("cutlass" in k.name for k in t.kernels) and {"setup", "compute"} <= {k.op for k in t.kernels}
+    assert sorted({c.kind for c in t.copies}) == ["DtoH", "memset"]
+    p = digest(t, ceilings_for(t.device), {})
+    assert p.gpu_ms_per_iter and p.gpu_ms_per_iter > 0
