@@ -639,7 +639,7 @@ def _finish(report: CheckReport, ws, t_start: float, session: str | None = None)
     report.summary = _summary(report)
     ws.add_report("check", report, task_id=report.task_id, candidate_id=report.candidate_id)
     try:
-        report.route = route_after(report.task_id, report.candidate_id, session=session)
+        report.route = route_after(report.task_id, report.candidate_id, session=session, check=report)
     except Exception:  # routing must not lose the verdict
         log.exception("route_after failed")
     return report

@@ -27,7 +27,9 @@ from __future__ import annotations
 import logging
 import re
 
-from stitch_mcp.models import Route, RubricReport
+from pydantic import ValidationError
+
+from stitch_mcp.models import CheckReport, Route, RubricReport
 from stitch_mcp.store import Workspace, get_workspace, session_name
 
 log = logging.getLogger(__name__)
@@ -39,22 +41,33 @@ def _done(report: dict | None) -> dict | None:
     return report if report and report.get("status", "done") == "done" else None
 
 
-def _failed(check: dict | None, rubric: dict | RubricReport | None) -> bool:
-    if not check or check.get("verdict") != "pass":
+def _check_of(ws: Workspace, candidate_id: str) -> CheckReport | None:
+    """The candidate's last finished compile_and_check, as the model it was stored from."""
+    body = _done(ws.latest_report("check", candidate_id=candidate_id))
+    if body is None:
+        return None
+    try:
+        return CheckReport.model_validate(body)
+    except ValidationError:  # a report stored by an older version: routing goes on without it
+        log.warning("stored check of %s does not read as a CheckReport; routing as unverified", candidate_id)
+        return None
+
+
+def _failed(check: CheckReport | None, rubric: dict | RubricReport | None) -> bool:
+    if not check or check.verdict != "pass":
         return True
     verdict = rubric.verdict if isinstance(rubric, RubricReport) else (rubric or {}).get("verdict")
     return verdict == "hack"
 
 
-def _needs_gpu(check: dict | None) -> bool:
-    return bool(check) and check.get("error_kind") == "needs_gpu"
+def _needs_gpu(check: CheckReport | None) -> bool:
+    return check is not None and check.error_kind == "needs_gpu"
 
 
-def _speedup(check: dict | None) -> float | None:
-    if not check or check.get("verdict") != "pass":
+def _speedup(check: CheckReport | None) -> float | None:
+    if not check or check.verdict != "pass":
         return None
-    s = check.get("speedup_vs_eager")
-    return float(s) if s is not None else None
+    return check.speedup_vs_eager
 
 
 def profile_consulted(task_id: str, candidate_id: str | None = None, session: str | None = None) -> bool:
@@ -81,7 +94,7 @@ def _attempt_failed(candidate_id: str) -> bool:
     """A finished attempt that failed: its check did not pass, or the rubric called it a hack.
     Unchecked (or still running) is not a failure: a check run in parallel must not count."""
     ws = get_workspace()
-    check = _done(ws.latest_report("check", candidate_id=candidate_id))
+    check = _check_of(ws, candidate_id)
     rubric = ws.latest_report("rubric", candidate_id=candidate_id)
     if check is None:
         return (rubric or {}).get("verdict") == "hack"
@@ -129,7 +142,7 @@ def plan_mistarget(task_id: str, shares: list[tuple[str, float]]) -> str | None:
     return None
 
 
-def _first_fix(check: dict | None, rubric: RubricReport | None) -> list[str]:
+def _first_fix(check: CheckReport | None, rubric: RubricReport | None) -> list[str]:
     items: list[str] = []
     if rubric is not None and rubric.verdict == "hack" and rubric.dimensions is not None:
         for f in rubric.dimensions.anti_hacking.findings:
@@ -141,33 +154,32 @@ def _first_fix(check: dict | None, rubric: RubricReport | None) -> list[str]:
     if not check:
         items.append("[verify] Run compile_and_check on this candidate.")
         return items
-    build = check.get("build") or {}
-    if not build.get("ok", True) or check.get("verdict") == "error":
-        for d in build.get("diagnostics") or []:
-            if d.get("severity") == "error":
-                where = f"line {d.get('candidate_line') or d.get('line')}"
-                items.append(f"[build] Fix the compile error at {where}: {d.get('message', '')[:200]}")
+    if not check.build.ok or check.verdict == "error":
+        for d in check.build.diagnostics:
+            if d.severity == "error":
+                where = f"line {d.candidate_line or d.line}"
+                items.append(f"[build] Fix the compile error at {where}: {d.message[:200]}")
                 break
-    correctness = check.get("correctness") or {}
-    for t in correctness.get("trials") or []:
-        if not t.get("ok"):
+    correctness = check.correctness
+    for t in correctness.trials:
+        if not t.ok:
             # the check's own reason for this trial (worst element, tolerance, noise) and its diagnosis
-            own = f"wrong output in trial {t.get('trial')} "
-            reason = next((r for r in check.get("reasons") or [] if r.startswith(own)),
-                          f"trial {t.get('trial')} ({t.get('inputs', 'task')} inputs, {t.get('weights', 'task')} "
-                          f"weights) is wrong: {'; '.join((t.get('problems') or [])[:2]) or 'mismatch'}")
-            advice = correctness.get("diagnosis") or "compare the worst element's inputs with the reference"
+            own = f"wrong output in trial {t.trial} "
+            reason = next((r for r in check.reasons if r.startswith(own)),
+                          f"trial {t.trial} ({t.inputs} inputs, {t.weights} "
+                          f"weights) is wrong: {'; '.join(t.problems[:2]) or 'mismatch'}")
+            advice = correctness.diagnosis or "compare the worst element's inputs with the reference"
             items.append(f"[correctness] {reason[:600]}. Likely cause: {advice}.")
             break
-    for f in (check.get("integrity") or {}).get("findings") or []:
-        if f.get("severity") != "info":
-            items.append(f"[{f.get('code', 'integrity')}] {f.get('message', '')}")
+    for f in check.integrity.findings:
+        if f.severity != "info":
+            items.append(f"[{f.code}] {f.message}")
     if not items:
-        items.extend(f"[check] {r}" for r in (check.get("reasons") or [])[:2])
+        items.extend(f"[check] {r}" for r in check.reasons[:2])
     return items
 
 
-def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict | None,
+def refine_feedback(check: CheckReport | None, rubric: RubricReport | None, kprof: dict | None,
                     compute_heavy: bool = False) -> list[str]:
     """Ranked items for a correct candidate. compute_heavy: the reference's time is mostly GEMM/conv,
     so a floor from bytes alone (no FLOP count known) says nothing about this candidate."""
@@ -197,8 +209,7 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
                 if key:
                     items.append(f"[{key}] {ADVICE[key][0].upper()}{ADVICE[key][1:]}.")
     if check:
-        t = check.get("timing") or {}
-        ff, bound = t.get("floor_fraction"), t.get("floor_bound")
+        ff, bound = check.timing.floor_fraction, check.timing.floor_bound
         if ff is not None and ff < 0.7 and (bound or not compute_heavy):
             side = {"compute": "compute-bound: FLOPs at the dtype's peak", "memory": "memory-bound: bytes at the "
                     "copy bandwidth"}.get(bound or "", "bytes at the copy bandwidth")
@@ -213,16 +224,17 @@ def refine_feedback(check: dict | None, rubric: RubricReport | None, kprof: dict
 
 
 def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = None, store: bool = True,
-                session: str | None = None) -> Route:
-    """Decide, store (unless store=False) and return the next step for a candidate from its stored
-    reports and its lineage in the session."""
+                session: str | None = None, check: CheckReport | None = None) -> Route:
+    """Decide, store (unless store=False) and return the next step for a candidate from its
+    reports (`check` as compile_and_check just made it, else the stored one) and its lineage in
+    the session."""
     from stitch_mcp import score
 
     ws = get_workspace()
     session = ws.home_session(candidate_id, session)
     cand = ws.candidate(candidate_id, session)
     task = ws.task(task_id)
-    check = _done(ws.latest_report("check", candidate_id=candidate_id))
+    check = check if check is not None else _check_of(ws, candidate_id)
     kprof = _done(ws.latest_report("profile_kernel", candidate_id=candidate_id))
     if rubric is None:
         try:
@@ -238,7 +250,7 @@ def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = N
     return route
 
 
-def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricReport | None,
+def _decide(task_id: str, candidate_id: str, check: CheckReport | None, rubric: RubricReport | None,
             kprof: dict | None, window: list[str], session: str | None = None) -> Route:
     ws = get_workspace()
     previous = window[:-1]
@@ -247,9 +259,9 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
         return _route_failed(check, rubric, previous, prev_failed)
 
     # correct from here on
-    trials = (check.get("correctness") or {}).get("trials") or []
+    trials = check.correctness.trials
     gates = _accept_gates(task_id, candidate_id, check, rubric, trials, session)
-    s_eager, s_compile = check.get("speedup_vs_eager"), check.get("speedup_vs_compile")
+    s_eager, s_compile = check.speedup_vs_eager, check.speedup_vs_compile
     timing_note = (f"{s_eager:.2f}x vs eager" if s_eager is not None else "untimed") + (
         f", {s_compile:.2f}x vs torch.compile" if s_compile is not None else "")
     if not gates:
@@ -266,12 +278,12 @@ def _decide(task_id: str, candidate_id: str, check: dict | None, rubric: RubricR
     return Route(decision="refine", reasons=[f"correct; {timing_note}"] + gates[:3], feedback=feedback)
 
 
-def _route_failed(check: dict | None, rubric: RubricReport | None, previous: list[str], prev_failed: bool) -> Route:
+def _route_failed(check: CheckReport | None, rubric: RubricReport | None, previous: list[str], prev_failed: bool) -> Route:
     """Not verified, not passed, or a hack: fix it, or replan after a failed parent."""
     if not check:
         reasons = ["not verified yet: run compile_and_check"]
-    elif check.get("verdict") != "pass":
-        reasons = [f"compile_and_check {check.get('verdict')}"] + list(check.get("reasons") or [])[:2]
+    elif check.verdict != "pass":
+        reasons = [f"compile_and_check {check.verdict}"] + check.reasons[:2]
     else:
         reasons = ["rubric verdict hack: the candidate must do the work itself"]
     items = _first_fix(check, rubric)
@@ -282,22 +294,22 @@ def _route_failed(check: dict | None, rubric: RubricReport | None, previous: lis
     return Route(decision="fix", reasons=reasons, feedback=items)
 
 
-def _accept_gates(task_id: str, candidate_id: str, check: dict, rubric: RubricReport | None, trials: list,
+def _accept_gates(task_id: str, candidate_id: str, check: CheckReport, rubric: RubricReport | None, trials: list,
                   session: str | None) -> list[str]:
     """What keeps a correct candidate from being accepted, if anything (see the module docstring, rule 2)."""
     gates: list[str] = []
-    if not trials or not all(t.get("ok") for t in trials):
+    if not trials or not all(t.ok for t in trials):
         gates.append("not every correctness trial passed")
-    integrity = [f for f in (check.get("integrity") or {}).get("findings") or [] if f.get("severity") != "info"]
+    integrity = [f for f in check.integrity.findings if f.severity != "info"]
     if integrity:
-        gates.append(f"integrity finding: {integrity[0].get('code')}")
+        gates.append(f"integrity finding: {integrity[0].code}")
     if rubric is not None and rubric.dimensions is not None:
         serious = [f for f in rubric.dimensions.anti_hacking.findings
                    if f.severity != "info" and f.confidence in ("certain", "probable")]
         if serious:
             gates.append(f"anti-hacking finding: {serious[0].code}")
-    s_eager, s_compile = check.get("speedup_vs_eager"), check.get("speedup_vs_compile")
-    compiled_asked = s_compile is not None or ((check.get("timing") or {}).get("compiled") is not None)
+    s_eager, s_compile = check.speedup_vs_eager, check.speedup_vs_compile
+    compiled_asked = s_compile is not None or check.timing.compiled is not None
     if s_eager is None:
         gates.append("no timing against eager: run compile_and_check with timing")
     elif s_eager <= 1.0:
@@ -310,7 +322,7 @@ def _accept_gates(task_id: str, candidate_id: str, check: dict, rubric: RubricRe
     return gates
 
 
-def _shares_and_feedback(ws: Workspace, task_id: str, check: dict, rubric: RubricReport | None, kprof: dict | None,
+def _shares_and_feedback(ws: Workspace, task_id: str, check: CheckReport, rubric: RubricReport | None, kprof: dict | None,
                          gates: list[str]) -> tuple[list, list[str]]:
     """The reference's op shares (where its time goes) and the feedback for a correct candidate
     not accepted."""
@@ -333,7 +345,7 @@ def _stagnant(ws: Workspace, window: list[str]) -> bool:
     # a candidate the rubric calls a hack sets no bar: its speed is not the candidate's own work
     speeds = []
     for cid in window:
-        c = _done(ws.latest_report("check", candidate_id=cid))
+        c = _check_of(ws, cid)
         speeds.append((cid, None if _failed(c, _done(ws.latest_report("rubric", candidate_id=cid)))
                        else _speedup(c)))
     stagnant = []

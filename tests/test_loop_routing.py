@@ -342,3 +342,18 @@ def test_route_reasons_word_for_word(ws):
                    "1.26x vs eager, 0.90x vs torch.compile", "not faster than torch.compile (0.90x)"])
     assert reasons(FALLBACK, check(eager=1.5, compiled=1.5)) == (
         "fix", ["rubric verdict hack: the candidate must do the work itself"])
+
+
+def test_routing_reads_the_check_as_its_model_and_an_unreadable_one_as_unverified(ws):
+    """The check reaches routing as a CheckReport (straight from compile_and_check, or validated from
+    the store); a stored body that is not one (an older version's) routes as not verified, not as a
+    crash or a guess."""
+    task = ws.add_task(RELU_REF)
+    cand = submit(ws, task, NAIVE, None)
+    ws.add_report("check", {"verdict": "maybe", "correctness": {"trials": "none"}}, task_id=task.task_id,
+                  candidate_id=cand.candidate_id)
+    r = route_after(task.task_id, cand.candidate_id)
+    assert r.decision == "fix" and r.reasons == ["not verified yet: run compile_and_check"]
+    given = check("fail", eager=None, compiled=None, bad_trials=1)
+    r = route_after(task.task_id, cand.candidate_id, check=given)  # the report just made wins over the store
+    assert r.decision == "fix" and r.reasons[0] == "compile_and_check fail"
