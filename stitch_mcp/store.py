@@ -12,6 +12,7 @@ candidates against each other's feedback, even when they submit the same source.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sqlite3
@@ -81,13 +82,18 @@ class Workspace:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.executescript(SCHEMA)
-        for table, column, decl in _ADDED_COLUMNS:
-            have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
-                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        # one process at a time sets the workspace up: processes opening a new one together (Ray
+        # tasks, eval's jobs) otherwise met "database is locked" on the WAL switch and added the
+        # same column twice
+        with open(self.path.with_name(self.path.name + ".init.lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.executescript(SCHEMA)
+            for table, column, decl in _ADDED_COLUMNS:
+                have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def close(self) -> None:
         with self._lock:
