@@ -49,7 +49,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
 
     from stitch_mcp.events import stage
     from stitch_mcp.gpu_memory import BATCH_BYTES, estimate_need, held
-    from stitch_mcp.loader import build_model, import_program, init_inputs, make_inputs
+    from stitch_mcp.loader import build_model, import_program, make_inputs
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -63,13 +63,13 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     for need in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(ref_mod, need):
             raise StageError("reference_error", f"the reference defines no {need}")
+    init_args = _init_args(ref_mod)
     if device == "cuda":
         need_bytes = None if spec.get("whole_card") else \
-            estimate_need(torch, ref_mod, _init_args(ref_mod), BATCH_BYTES if spec.get("timing") else 0)
+            estimate_need(torch, ref_mod, init_args, BATCH_BYTES if spec.get("timing") else 0)
         res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
         res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
     try:
-        init_args = init_inputs(ref_mod)
         first = make_inputs(ref_mod, device, spec["plan"][0][0])
         ref_model = build_model(ref_mod.Model, init_args, device)
     except BaseException as exc:
