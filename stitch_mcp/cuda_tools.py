@@ -21,3 +21,17 @@ def find_tool(name: str) -> str | None:
         if cand.exists():
             return str(cand)
     return None
+
+
+def tool_install_dirs(tool: str) -> list[str]:
+    """Folders a sandboxed run of `tool` must see besides /usr: its install prefix and the real
+    folders of the Nsight installs it may launch. CUDA's `bin/ncu` is a launcher script that looks
+    for `nsight-compute*` beside the toolkit or under /opt/nvidia (on an H100 host it lives in
+    /opt/nvidia, which a sandbox that grants only the toolkit hides: "Nsight Compute is not
+    installed on your system")."""
+    real = Path(os.path.realpath(tool))
+    dirs = [real.parent.parent]
+    for base in (Path(tool).parent.parent, real.parent.parent, Path("/opt/nvidia")):
+        dirs += [Path(os.path.realpath(p)) for p in sorted(base.glob("nsight-*"))]
+    return [str(d) for d in dict.fromkeys(dirs) if d.is_dir() and str(d) not in ("/", "/usr")]
+

@@ -427,12 +427,14 @@ def _python_path() -> list[str]:
     return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isdir(p)]
 
 
-def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, slot: int):
+def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, slot: int,
+               tools: tuple[str, ...] = ()):
     """The room's command line inside the strongest sandbox this host allows: it sees its own
-    folder (writable), and the Python and compilers it runs on (read-only)."""
+    folder (writable), and the Python, compilers and `tools` it runs on (read-only)."""
     from stitch_mcp.sandbox import SandboxPolicy, sandboxed
 
-    policy = SandboxPolicy(workdir=workdir, read_only=[PACKAGE_ROOT, *map(Path, _python_path() + _toolchain())],
+    grants = [*_python_path(), *_toolchain(), *tools]
+    policy = SandboxPolicy(workdir=workdir, read_only=[PACKAGE_ROOT, *map(Path, grants)],
                            gpu=gpu, env=env, slot=slot, pids_max=512)
     return sandboxed(argv, policy)
 
@@ -440,10 +442,13 @@ def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, s
 @contextlib.contextmanager
 def candidate_sandbox(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool):
     """A sandboxed command for other processes that run candidate code (the profilers): the same
-    sandbox as a room's, on a slot held until the block ends."""
+    sandbox as a room's, on a slot held until the block ends; it also sees the install of the
+    tool it starts (argv[0], e.g. ncu)."""
+    from stitch_mcp.cuda_tools import tool_install_dirs
+
     slot, lock = _claim_slot()
     try:
-        yield _sandboxed(argv, workdir, env, gpu, slot)
+        yield _sandboxed(argv, workdir, env, gpu, slot, tuple(tool_install_dirs(argv[0])))
     finally:
         os.close(lock)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -383,6 +384,33 @@ def test_cancel_kills_the_run(tmp_path):
     t0 = time.monotonic()
     res = run_group(["sleep", "30"], timeout_s=60, cwd=tmp_path, progress=progress)
     assert res.cancelled and time.monotonic() - t0 < 10
+
+
+def _fake_install(root: Path, files: list[str]) -> None:
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_bytes(b"\x7fELF")
+
+
+def test_an_nsys_older_than_the_runtime_is_given_the_runtime_cupti(tmp_path, monkeypatch):
+    """Debian's nsys 2022.4 bundles CUPTI 11.8; under a CUDA 13 runtime it records no kernel unless
+    NSYS_CUPTI_LIBRARY_PATH offers the runtime's CUPTI by the names nsys asks for (seen on an H100)."""
+    from stitch_mcp.profiling import nsys_cupti_env
+
+    _fake_install(tmp_path / "nsys", ["bin/nsys", "target-linux-x64/libcupti.so.11.8"])
+    _fake_install(tmp_path / "site", ["nvidia/cu13/lib/libcupti.so.13", "nvidia/cuda_cupti/lib/libcupti.so.12"])
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site"), *sys.path])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
+    monkeypatch.delenv("NSYS_CUPTI_LIBRARY_PATH", raising=False)
+    env = nsys_cupti_env(str(tmp_path / "nsys" / "bin" / "nsys"), tmp_path / "work" / "cupti")
+    folder = Path(env["NSYS_CUPTI_LIBRARY_PATH"])
+    for name in ("libcupti.so", "libcupti.so.11.8", "libcupti.so.13.0", "libcupti.so.12.8"):
+        assert (folder / name).resolve() == tmp_path / "site" / "nvidia" / "cu13" / "lib" / "libcupti.so.13"
+    # an nsys that knows the runtime, or a user's own choice, is left alone
+    _fake_install(tmp_path / "nsys", ["target-linux-x64/libcupti.so.13.0"])
+    assert nsys_cupti_env(str(tmp_path / "nsys" / "bin" / "nsys"), tmp_path / "w2") == {}
+    monkeypatch.setenv("NSYS_CUPTI_LIBRARY_PATH", "/mine")
+    assert nsys_cupti_env(str(tmp_path / "nsys" / "bin" / "nsys"), tmp_path / "w3") == {}
 
 
 @pytest.mark.skipif(shutil.which("nsys") is not None, reason="a real nsys is present")

@@ -258,3 +258,36 @@ def test_doctor_prints_the_isolation_level():
     line = isolation_line()
     assert line.detail.startswith(f"{iso.level}: ") and all(w in line.detail for w in iso.warnings)
     assert line.status == ("ok" if iso.level in ("bubblewrap", "namespaces") else "warning")
+
+
+def test_a_profiler_in_the_sandbox_finds_its_real_install(tmp_path):
+    """CUDA's `bin/ncu` is a launcher that looks for `nsight-compute*` beside the toolkit; on a GPU host
+    that folder is a link into /opt/nvidia. The profilers' sandbox grants the tool's install and the real
+    folders it launches (an H100 run said "Nsight Compute is not installed" without them)."""
+    from stitch_mcp.judge_room import candidate_sandbox
+
+    if probe_isolation().level not in ("bubblewrap", "namespaces"):
+        pytest.skip("no mount namespace here")
+    top = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="stitch-tools-"))
+    top.chmod(0o755)
+    try:
+        real = top / "opt" / "nvidia" / "nsight-compute" / "2099.1"
+        real.mkdir(parents=True)
+        (real / "ncu").write_text('#!/bin/sh\necho "real ncu $*"\n')
+        (top / "cuda" / "bin").mkdir(parents=True)
+        (top / "cuda" / "nsight-compute-2099.1").symlink_to(real)
+        launcher = top / "cuda" / "bin" / "ncu"
+        launcher.write_text('#!/bin/sh\nfor d in "$(dirname "$0")"/../nsight-compute*; do\n'
+                            '  [ -x "$d/ncu" ] && exec "$d/ncu" "$@"\ndone\necho "not installed"; exit 1\n')
+        for f in (real / "ncu", launcher):
+            f.chmod(0o755)
+        for d in [top, *top.rglob("*")]:
+            if d.is_dir() and not d.is_symlink():
+                d.chmod(0o755)
+        work = tmp_path / "work"
+        work.mkdir()
+        with candidate_sandbox([str(launcher), "--version"], work, {}, gpu=False) as box:
+            run = subprocess.run(**box.popen_kwargs(), capture_output=True, text=True, timeout=60)
+        assert run.stdout.strip() == "real ncu --version", run.stdout + run.stderr
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -153,18 +153,18 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
     from stitch_mcp.ceilings import ceilings_for, cpu_ceilings
     from stitch_mcp.profiling.trace import digest
 
-    prefix = None
+    prefix, cupti = None, {}
     if used == "nsys":
         from stitch_mcp.cuda_tools import find_tool
+        from stitch_mcp.profiling import NSYS_PROFILE_FLAGS, nsys_cupti_env
 
-        nsys = find_tool("nsys")
-        prefix = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
-                  "--force-overwrite=true", "-o", str(work / "report")]
+        prefix = [find_tool("nsys"), "profile", *NSYS_PROFILE_FLAGS, "-o", str(work / "report")]
+        cupti = nsys_cupti_env(prefix[0], work / "cupti")
     lease_notes: list[str] = []
     with device_lease(progress, lease_notes, 1, 4) as pinned:
         progress.update(1, 4, f"running the reference under {used}")
         res = run_driver(used, work, ref_path, iterations=iterations, warmup=2, timeout_s=timeout_s,
-                         progress=progress, prefix=prefix, env=pinned)
+                         progress=progress, prefix=prefix, env={**(pinned or {}), **cupti})
     err = driver_error(work, "the reference")
     if err is not None:
         raise err
