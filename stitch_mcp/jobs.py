@@ -194,23 +194,25 @@ def job_key(tool: str, **args: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def content_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Arguments with each program replaced by its content hash, validated on the way.
+def read_programs(args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The job's key arguments (each program replaced by its content hash) and its call arguments
+    (each program as read here), validated on the way.
 
     Reading the programs here answers a bad path or source at once, naming the field, and keys
-    the job on what the files hold: an edited file is new work, not a retry of the old call.
+    the job on what the files hold: an edited file is new work, not a retry of the old call. The
+    job then works on what was read, never reads the file again: what it checks is what its key says.
     """
     from stitch_mcp.sources import check_reference, load_program
     from stitch_mcp.store import content_id
 
-    keyed = dict(args)
+    keyed, call = dict(args), dict(args)
     for name in ("reference", "candidate"):
         if keyed.get(name):
             program = load_program(keyed[name], name)
             if name == "reference":
                 check_reference(program)
-            keyed[name] = content_id("s", program.source)
-    return keyed
+            keyed[name], call[name] = content_id("s", program.source), program
+    return keyed, call
 
 
 class JobRunner:
@@ -239,7 +241,8 @@ class JobRunner:
         the job, so it blocks on files: call it from a thread, not an event loop."""
         import functools
 
-        return self.jobs.submit(tool, job_key(tool, **content_args(args)), functools.partial(fn, **args))
+        keyed, call = read_programs(args)
+        return self.jobs.submit(tool, job_key(tool, **keyed), functools.partial(fn, **call))
 
     @staticmethod
     async def wait(job: Job, max_wait_s: float,

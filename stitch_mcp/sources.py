@@ -157,7 +157,10 @@ def _check_text(value: str, field: str, limit: int) -> None:
         raise UserError(f"{field}: source is {size} bytes, over the limit of {limit}")
 
 
-def load_program(value: str, field: str) -> Program:
+def load_program(value: str | Program, field: str) -> Program:
+    """A program from a path or its source text; one already read (a job's, see jobs.read_programs) as is."""
+    if isinstance(value, Program):
+        return value
     limit = get_settings().max_source_bytes
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{field}: give a path to a .py file or the program's source text")
@@ -187,7 +190,7 @@ def check_reference(program: Program, field: str = "reference") -> None:
         raise UserError(f"{field}: not a KernelBench program; it does not define {', '.join(sorted(missing))}")
 
 
-def resolve_task(reference: str | None, task_id: str | None):
+def resolve_task(reference: str | Program | None, task_id: str | None):
     """The task a call is about: registered from `reference`, or looked up by `task_id`."""
     from stitch_mcp.store import get_workspace
 
@@ -204,7 +207,7 @@ def resolve_task(reference: str | None, task_id: str | None):
     raise UserError("reference: give `reference` (path or source) or `task_id`")
 
 
-def resolve_candidate(candidate: str | None, candidate_id: str | None, task=None, parent_id: str | None = None,
+def resolve_candidate(candidate: str | Program | None, candidate_id: str | None, task=None, parent_id: str | None = None,
                       session: str | None = None):
     """The candidate a call is about: stored from `candidate` under `task` (in the session's lineage,
     after `parent_id` or the session's last candidate), or looked up by id."""

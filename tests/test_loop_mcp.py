@@ -126,3 +126,28 @@ async def test_client_judge_with_sampling_merges_and_keeps_a_hack(data_dir):
         out = r.structured_content
         assert out["verdict"] == "clean" and out["judge"].startswith("client (merged")
         assert any(f["code"] == "client_judge" for f in out["dimensions"]["cuda_engineering"]["findings"])
+
+
+async def test_a_job_reads_each_program_once_and_works_on_what_it_read(data_dir, monkeypatch, tmp_path):
+    """The job is keyed on what the files held when the call came; it then works on that text, never
+    on a second read: a file edited meanwhile cannot make the verdict belong to other code."""
+    from stitch_mcp import sources
+
+    cand = tmp_path / "cand.py"
+    cand.write_text((CASES / "relu_fallback.py").read_text())
+    reads: list[str] = []
+    read_path = sources._read_path
+
+    def read_then_edit(value, field, limit):
+        reads.append(field)
+        program = read_path(value, field, limit)
+        if field == "candidate":  # the user saves another version right after the call
+            cand.write_text((CASES / "relu_naive.py").read_text())
+        return program
+
+    monkeypatch.setattr(sources, "_read_path", read_then_edit)
+    async with Client(create_server()) as c:
+        r = await c.call_tool("rubric_score", {"candidate": str(cand), "reference": REF})
+    assert not r.is_error, _text(r)
+    assert sorted(reads) == ["candidate", "reference"]
+    assert r.structured_content["verdict"] == "hack"  # relu_fallback's, the text the call was keyed on

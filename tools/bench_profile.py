@@ -3,8 +3,8 @@
     python tools/bench_profile.py --dir .gpu/profile --out OUT
 
 Expects l{1,2,3}_ref.py and l{1,2,3}_cand.py in --dir (tools/gpu/profile_gpu.sh prepare writes
-them). For each level: profile_reference (torch backend), a plain import of the candidate to build
-its extension (the build is compile_and_check's cost, not the profiler's), then profile_kernel in
+them). For each level: profile_reference (torch backend), compile_and_check without timing (the
+build is its cost, not the profiler's; profile_kernel reuses it as in the loop), then profile_kernel in
 `quick` mode; on level 1 also `source`, and the bad-input cases (filter matching nothing, a
 crashing candidate); with --nsys also profile_reference under Nsight Systems (nsys on PATH).
 Prints digest heads, image sizes and timings; writes bench.json and the summaries to --out.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -46,10 +45,10 @@ def main() -> int:
     ap.add_argument("--nsys", action="store_true", help="also profile each reference with backend nsys")
     args = ap.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from stitch_mcp.check import compile_and_check
     from stitch_mcp.errors import UserError
     from stitch_mcp.profiling.kernel import profile_kernel
     from stitch_mcp.profiling.reference import profile_reference
-    from stitch_mcp.profiling.runner import python_env
 
     d, out = Path(args.dir).resolve(), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,13 +82,12 @@ def main() -> int:
         if args.nsys:
             record(f"L{level}_profile_reference_nsys",
                    lambda: profile_reference(reference=str(ref), backend="nsys", iterations=5))
-        t0 = time.monotonic()
-        b = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(cand)!r})"],
-                           env=python_env(), capture_output=True, text=True, timeout=600)
-        print(f"\n--- L{level} candidate build/import: {time.monotonic() - t0:.1f} s (rc {b.returncode}) "
-              f"{b.stderr[-500:] if b.returncode else ''}")
-        results.append({"case": f"L{level}_candidate_build", "seconds": round(time.monotonic() - t0, 2),
-                        "ok": b.returncode == 0})
+        t0 = time.monotonic()  # as a Coder does: profile_kernel reuses what compile_and_check built
+        checked = compile_and_check(candidate=str(cand), reference=str(ref), timing=False)
+        print(f"\n--- L{level} compile_and_check (build, no timing): {time.monotonic() - t0:.1f} s, "
+              f"{checked.verdict}")
+        results.append({"case": f"L{level}_compile_and_check", "seconds": round(time.monotonic() - t0, 2),
+                        "ok": checked.verdict == "pass"})
         record(f"L{level}_profile_kernel_quick", lambda: profile_kernel(candidate=str(cand), reference=str(ref),
                                                                          sections="quick"))
         if level == 1:
