@@ -118,7 +118,11 @@ def test_without_a_gpu_nothing_is_held(monkeypatch):
 
 
 def test_only_running_out_of_memory_beside_others_is_judged_again():
-    from stitch_mcp.gpu_memory import out_of_memory_beside_others as again
+    from stitch_mcp.gpu_memory import out_of_memory_beside_others
+    from stitch_mcp.stage_results import RunStageResult
+
+    def again(result, message=""):  # a run stage's result as the server reads it
+        return out_of_memory_beside_others(None if result is None else RunStageResult.model_validate(result), message)
 
     part = {"shares": 12, "of_shares": MEMORY_SHARES}
     oom = {"kind": "cuda_oom", "message": "OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"}
