@@ -294,8 +294,7 @@ def _run_result(res) -> RunStageResult:
 def _read_run(report: CheckReport, res, spec: dict[str, Any]) -> RunStageResult:
     """What the judge sent back, into the report (the verdict aside)."""
     out = _run_result(res)
-    room_output = out.room.output if out.room is not None else None
-    report.output = _trim(room_output if room_output is not None else res.output)  # what the candidate printed
+    report.output = _trim(out.room.output if out.room is not None else res.output)  # what the candidate printed
     report.stage_seconds["run"] = round(res.seconds, 3)
     report.stage_seconds.update(out.stage_seconds)
     report.device = out.device

@@ -267,6 +267,7 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
 
     `register_kill(fn)` (e.g. Progress.on_cancel) is given a function that kills the worker; it
     returns an unregister function. Events the worker sends are passed to `on_event` as they come.
+    The stage's result is validated as its model (stitch_mcp.stage_results) on receipt.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
