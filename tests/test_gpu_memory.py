@@ -96,9 +96,12 @@ def test_shares_of_a_card_are_never_handed_out_twice():
 
 
 def test_a_check_that_needs_more_than_the_card_takes_all_of_it_and_waits_its_turn():
+    from stitch_mcp.stage_results import MemoryHeld
+
     gpu, stages = card(40 * GiB), []
     with held({**gpu.__dict__}, 100 * GiB, stages.append) as got:
         assert got["shares"] == MEMORY_SHARES and got["need_bytes"] == 100 * GiB
+        assert MemoryHeld.model_validate(got).shares == MEMORY_SHARES  # as the run stage's result carries it
         assert stages == ["waiting for GPU memory"]
         with pytest.raises(TimeoutError):
             with reserve_memory(gpu, 1, timeout_s=0.3):

@@ -104,3 +104,25 @@ def test_stored_baselines_of_an_earlier_version_reach_the_judge_as_it_types_them
     assert "method" not in cached["cpu"]["compiled"] and cached["cpu"]["compiled"]["median_ms"] == 2.0
     result = judge_on_the_cpu(tmp_path / "cached", "cand_relu_torch", timing=True, baselines=cached)
     assert result.timing.baselines_cached and result.timing.compiled.median_ms == 2.0
+
+
+def test_the_judges_timing_on_a_gpu_validates():
+    """What only a GPU run writes (CUDA-event timing, calls too short for the bracket timed in
+    batches, a contradicted time), made by the judge's own code from made-up times."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Batches, Lane, Timed, judge_times
+
+    def lane(room_ms: float, wall_ms: float) -> Lane:
+        return Lane(room_ms=[room_ms] * 20, wall_ms=[wall_ms + 0.001 * i for i in range(20)],
+                    after_ms=[0.01] * 20, block_medians=[room_ms] * 4)
+
+    res = {"trials": [A_TRIAL], "findings": [], "checks_run": []}
+    timed = Timed(reference=lane(0.05, 0.09), candidate=lane(0.001, 0.09), out_bytes=4096, in_bytes=4096)
+    judge_times(res, SimpleNamespace(device="cuda"), timed, Batches(calls=256, candidate_ms=0.03,
+                                                                    reference_ms=0.06, copy_ms=0.01))
+    res["timing"].update(floor_ms=0.001, floor_bound="memory", floor_note="memory-bound: 8 KiB at 3.35 TB/s",
+                         floor_bytes=8192)  # ceilings.timing_floors's fields
+    result = RunStageResult.model_validate(res)
+    assert result.timing.batch is not None and result.timing.batch.speedup
+    assert {f.code for f in result.findings} == {"timing_contradicted"}
