@@ -16,11 +16,10 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any
-
 from stitch_mcp.build.cache import write_manifest
 from stitch_mcp.correctness import StageError
 from stitch_mcp.outcomes import WorkerResult
+from stitch_mcp.stage_results import BuildStageResult, BuiltExtension, StageFailure, valid_records
 
 
 BUILD_MEMORY = 1.5 * 2 ** 30  # what one build (cpp_extension: nvcc and g++ on a few units) may take
@@ -43,7 +42,8 @@ def _build_slots() -> threading.BoundedSemaphore:
 
 def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None,
                   progress=None) -> WorkerResult:
-    """The build stage's outcome in the shape the report code reads (a WorkerResult)."""
+    """The build stage's outcome in the shape the report code reads (a WorkerResult whose result
+    is a BuildStageResult)."""
     slots = _build_slots()
     if not slots.acquire(blocking=False):
         if progress is not None:
@@ -69,12 +69,12 @@ def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_
     unregister = register_kill(room.close) if register_kill else None
     try:
         loaded = room.build(settings.build_timeout_s)
-        res.result = {"extensions": loaded.extensions, "diagnostics": [], "log_tail": ""}
+        res.result = BuildStageResult(extensions=valid_records(BuiltExtension, loaded.extensions))
         publish_build(room.workdir / "build", scope)
         write_manifest(scope, candidate_source, {"extensions": loaded.extensions, "needs_gpu": ""})
     except StageError as exc:
         res.result = _failed_build(exc, room, scope, candidate_source)
-        res.status = "ok" if "needs_gpu" in res.result else "error"
+        res.status = "ok" if res.result.needs_gpu is not None else "error"
         res.kind = exc.kind
         res.message = exc.message
     except RoomGone as exc:
@@ -89,19 +89,20 @@ def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_
     return res
 
 
-def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> dict[str, Any]:
+def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> BuildStageResult:
+    """A build the room reported failed (its records already kept valid: judge_room._candidate_failure),
+    or one that needs a GPU to go further."""
     extra = exc.extra
+    extensions, diagnostics = extra.get("extensions") or [], extra.get("diagnostics") or []
     if exc.kind == "needs_gpu":  # compiled as far as this host allows: keep that for next time
         publish_build(room.workdir / "build", scope)
-        extensions, diagnostics = extra.get("extensions") or [], extra.get("diagnostics") or []
         write_manifest(scope, candidate_source, {"extensions": extensions, "needs_gpu": exc.message,
                                                  "diagnostics": diagnostics})
-        return {"needs_gpu": exc.message, "extensions": extensions, "diagnostics": diagnostics, "log_tail": ""}
-    diagnostics = extra.get("diagnostics") or []
-    return {"error": {"kind": exc.kind, "message": exc.message, "line": extra.get("line"),
-                      "diagnostics": diagnostics, "log": extra.get("log", "")},
-            "extensions": extra.get("extensions") or [], "diagnostics": diagnostics,
-            "log_tail": (extra.get("log") or "")[-4000:]}
+        return BuildStageResult(needs_gpu=exc.message, extensions=extensions, diagnostics=diagnostics)
+    log = extra.get("log") or ""
+    return BuildStageResult(error=StageFailure(kind=exc.kind, message=exc.message, line=extra.get("line"),
+                                               diagnostics=diagnostics, log=log),
+                            extensions=extensions, diagnostics=diagnostics, log_tail=log[-4000:])
 
 
 def publish_build(built: Path, scope: Path) -> list[str]:

@@ -32,7 +32,6 @@ from stitch_mcp.models import (
     CheckReport,
     CorrectnessReport,
     Diagnostic,
-    Evidence,
     ExtensionBuild,
     Finding,
     IntegrityReport,
@@ -40,6 +39,16 @@ from stitch_mcp.models import (
     TimingStats,
     ToleranceValues,
     TrialResult,
+)
+from stitch_mcp.stage_results import (
+    BaselineStageResult,
+    BuildStageResult,
+    MeasuredTimes,
+    RunStageResult,
+    RunTiming,
+    StageFailure,
+    StageResult,
+    valid_records,
 )
 
 log = logging.getLogger(__name__)
@@ -213,7 +222,7 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
     if manifest is not None:
         report.build = BuildReport(ok=True, cached=True, extensions=[
             _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])],
-            diagnostics=_valid(Diagnostic, manifest.get("diagnostics", [])))
+            diagnostics=valid_records(Diagnostic, manifest.get("diagnostics", [])))
         report.stage_seconds["build"] = 0.0
         progress.update(1, 3, "build cached")
         return manifest.get("needs_gpu") or "", early_baselines
@@ -222,13 +231,13 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
                         progress=progress)
     progress.check()
     report.stage_seconds["build"] = round(res.seconds, 3)
-    _fill_build(report, res, cand.source)
-    if not res.ok or (res.result or {}).get("error"):
+    built = _fill_build(report, res)
+    if not res.ok or built.error:
         _error_from(report, res, stage="build", source=cand.source)
         report.output = _trim(res.output)
         return "", early_baselines
     progress.update(1, 3, "built")
-    return (res.result or {}).get("needs_gpu", ""), early_baselines
+    return built.needs_gpu or "", early_baselines
 
 
 def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress, workroot: Path,
@@ -262,39 +271,40 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
                      on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
     progress.check()
-    if out_of_memory_beside_others(res.result, f"{res.kind} {res.message}"):
+    if out_of_memory_beside_others(_run_result(res), f"{res.kind} {res.message}"):
         progress.update(1, 3, "out of GPU memory beside other checks: judged again with the card to itself")
         spec["whole_card"] = True
         res = run_worker("run", spec, workdir=workroot / "run-whole-card", timeout_s=settings.run_timeout_s,
                          on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
         progress.check()
-    _read_run(report, res, spec, cand.source)
-    out = res.result or {}
-    if out.get("needs_gpu"):
-        report.verdict, report.error_kind = "error", "needs_gpu"
-        report.reasons = [f"needs a GPU to run: {out['needs_gpu']}"]
-    elif not res.ok or out.get("error"):
+    out = _read_run(report, res, spec)
+    if not res.ok or out.error:
         _error_from(report, res, stage="run", source=cand.source)
     else:
         _store_baselines(ws, task.task_id, out, settings.timing_iters)
         _verdict(report)
 
 
-def _read_run(report: CheckReport, res, spec: dict[str, Any], source: str) -> None:
+def _run_result(res) -> RunStageResult:
+    """What the judge sent back (validated on receipt: worker.run_worker); empty when it sent
+    nothing (it crashed, timed out, was killed)."""
+    return res.result if isinstance(res.result, RunStageResult) else RunStageResult()
+
+
+def _read_run(report: CheckReport, res, spec: dict[str, Any]) -> RunStageResult:
     """What the judge sent back, into the report (the verdict aside)."""
-    out = res.result or {}
-    room_output = (out.get("room") or {}).get("output")
-    report.output = _trim(room_output if room_output is not None else res.output)  # what the candidate printed
+    out = _run_result(res)
+    report.output = _trim(out.room.output if out.room is not None else res.output)  # what the candidate printed
     report.stage_seconds["run"] = round(res.seconds, 3)
-    for k, v in (out.get("stage_seconds") or {}).items():
-        report.stage_seconds[k] = v
-    report.device = out.get("device", "")
-    _fill_run(report, out, source, spec)
-    lease = out.get("lease") or {}
-    report.timing.lease, report.timing.lease_wait_s = lease.get("label", ""), lease.get("waited_s", 0.0)
-    report.timing.window = lease.get("window")
-    if lease.get("note"):
-        report.notes.append(lease["note"])
+    report.stage_seconds.update(out.stage_seconds)
+    report.device = out.device
+    _fill_run(report, out, spec)
+    if out.lease is not None:
+        report.timing.lease, report.timing.lease_wait_s = out.lease.label, out.lease.waited_s
+        report.timing.window = out.lease.window
+        if out.lease.note:
+            report.notes.append(out.lease.note)
+    return out
 
 
 def _tolerance_preset(name: str) -> str:
@@ -326,99 +336,84 @@ def _trim(text: str) -> str:
 # ------------------------------------------------------------------ filling the report
 
 
-def _valid(model, records) -> list:
-    """The records that are valid `model`s (a room's own account of its build is untrusted data:
-    a malformed one is left out, never an error of ours)."""
-    out = []
-    for record in records if isinstance(records, list) else []:
-        try:
-            out.append(model.model_validate({k: v for k, v in record.items() if k in model.model_fields}))
-        except (AttributeError, ValueError):
-            continue
-    return out
-
-
 def _extension(record: dict) -> ExtensionBuild:
     """A worker's record of one extension (build.BuildCache) as the report's model."""
     return ExtensionBuild(**{k: v for k, v in record.items() if k in ExtensionBuild.model_fields})
 
 
-def _fill_build(report: CheckReport, res, source: str) -> None:
-    out = res.result or {}
-    exts = _valid(ExtensionBuild, out.get("extensions", []))
-    diags = _valid(Diagnostic, out.get("diagnostics", []))
-    report.build = BuildReport(ok=res.ok and not out.get("error"), seconds=round(res.seconds, 3),
+def _fill_build(report: CheckReport, res) -> BuildStageResult:
+    """The build's outcome into the report; returns what it reported (empty when the room died)."""
+    out = res.result if isinstance(res.result, BuildStageResult) else BuildStageResult()
+    exts = [_as(ExtensionBuild, e) for e in out.extensions]
+    report.build = BuildReport(ok=res.ok and not out.error, seconds=round(res.seconds, 3),
                                cached=bool(exts) and all(e.cached for e in exts), extensions=exts,
-                               diagnostics=diags, log_tail=out.get("log_tail", ""))
-    if "torch_import_s" in out:
-        report.stage_seconds["build_torch_import"] = out["torch_import_s"]
+                               diagnostics=[_as(Diagnostic, d) for d in out.diagnostics], log_tail=out.log_tail)
+    return out
 
 
-def _fill_run(report: CheckReport, out: dict, source: str, spec: dict | None = None) -> None:
+def _as(model, record):
+    """A record of a stage's result as the report's own model (the report shows fewer fields)."""
+    return model.model_validate(record.model_dump(include=set(model.model_fields)))
+
+
+def _fill_run(report: CheckReport, out: RunStageResult, spec: dict | None = None) -> None:
     from stitch_mcp.compare import tolerance_by_dtype, tolerance_label
 
-    if out.get("extensions") and not report.build.extensions:
-        report.build.extensions = _valid(ExtensionBuild, out["extensions"])
-    fields = set(TrialResult.model_fields)
-    trials = [TrialResult(**{k: v for k, v in t.items() if k in fields}) for t in out.get("trials", [])]
+    if out.extensions and not report.build.extensions:
+        report.build.extensions = [_as(ExtensionBuild, e) for e in out.extensions]
+    trials = [_as(TrialResult, t) for t in out.trials]
     report.correctness = CorrectnessReport(ok=bool(trials) and all(t.ok for t in trials), trials=trials,
-                                           atol=out.get("atol", report.correctness.atol),
-                                           rtol=out.get("rtol", report.correctness.rtol),
-                                           output_dtype=out.get("output_dtype", ""),
+                                           atol=out.atol if out.atol is not None else report.correctness.atol,
+                                           rtol=out.rtol if out.rtol is not None else report.correctness.rtol,
+                                           output_dtype=out.output_dtype,
                                            tolerance=tolerance_label(spec) if spec else report.correctness.tolerance,
                                            tolerance_by_dtype={k: ToleranceValues(atol=a, rtol=r) for k, (a, r) in
                                                                tolerance_by_dtype(spec).items()} if spec else {})
     report.correctness.diagnosis = _diagnosis(trials)
-    findings = [Finding(code=f["code"], message=f["message"], severity=f.get("severity", "error"),
-                        confidence=f.get("confidence", "certain"),
-                        evidence=[Evidence(file="candidate.py", text=str(e)) for e in f.get("evidence", [])[:5]])
-                for f in out.get("findings", [])]
+    findings = [_as(Finding, f) for f in out.findings]
     report.integrity = IntegrityReport(ok=not any(f.severity == "error" for f in findings),
-                                       checks_run=list(dict.fromkeys(out.get("checks_run", []))), findings=findings)
-    t = out.get("timing")
-    if t:
-        def stats(d):
-            if not d:
-                return None
-            return TimingStats(**{k: d[k] for k in ("median_ms", "iqr_ms", "cv", "min_ms", "calls") if k in d})
+                                       checks_run=list(dict.fromkeys(out.checks_run)), findings=findings)
+    if out.timing is not None:
+        _fill_timing(report, out.timing, out.device)
+    report.notes += out.notes
+    if out.room is not None and out.room.isolation:
+        report.isolation = f"{out.room.isolation}: {', '.join(out.room.mechanisms)}"
+        report.notes += [f"isolation: {w}" for w in out.room.warnings]
 
-        tr = TimingReport(method=t.get("method", ""), device=out.get("device", ""), candidate=stats(t.get("candidate")),
-                          eager=stats(t.get("eager")), compiled=stats(t.get("compiled")),
-                          compile_note=t.get("compile_note", ""), floor_ms=t.get("floor_ms"),
-                          floor_bound=t.get("floor_bound"), floor_note=t.get("floor_note", ""),
-                          eager_block_spread=t.get("eager_block_spread"),
-                          candidate_block_spread=t.get("candidate_block_spread"),
-                          floor_bytes=t.get("floor_bytes"), baselines_cached=bool(t.get("baselines_cached")),
-                          batch=BatchTiming(**t["batch"]) if t.get("batch") else None)
-        if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
-            tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
-        report.timing = tr
-        if tr.candidate and tr.candidate.median_ms > 0:
-            if tr.eager:
-                report.speedup_vs_eager = round(tr.eager.median_ms / tr.candidate.median_ms, 4)
-            if tr.compiled:
-                report.speedup_vs_compile = round(tr.compiled.median_ms / tr.candidate.median_ms, 4)
-    for n in out.get("notes", []):
-        report.notes.append(n)
-    room = out.get("room") or {}
-    if room.get("isolation"):
-        report.isolation = f"{room['isolation']}: {', '.join(room.get('mechanisms') or [])}"
-        report.notes += [f"isolation: {w}" for w in room.get("warnings") or []]
+
+def _fill_timing(report: CheckReport, t: RunTiming, device: str) -> None:
+    """The judge's timing into the report, with the speedups and the share of the roofline floor."""
+    def stats(measured: MeasuredTimes | None) -> TimingStats | None:
+        return _as(TimingStats, measured) if measured is not None else None
+
+    tr = TimingReport(method=t.method, device=device, candidate=stats(t.candidate), eager=stats(t.eager),
+                      compiled=stats(t.compiled), compile_note=t.compile_note, floor_ms=t.floor_ms,
+                      floor_bound=t.floor_bound, floor_note=t.floor_note, eager_block_spread=t.eager_block_spread,
+                      candidate_block_spread=t.candidate_block_spread, floor_bytes=t.floor_bytes,
+                      baselines_cached=t.baselines_cached, batch=_as(BatchTiming, t.batch) if t.batch else None)
+    if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
+        tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
+    report.timing = tr
+    if tr.candidate and tr.candidate.median_ms > 0:
+        if tr.eager:
+            report.speedup_vs_eager = round(tr.eager.median_ms / tr.candidate.median_ms, 4)
+        if tr.compiled:
+            report.speedup_vs_compile = round(tr.compiled.median_ms / tr.candidate.median_ms, 4)
 
 
 def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
-    out = res.result or {}
-    err = out.get("error") or {}
-    kind = (err.get("kind") if isinstance(err, dict) else "") or res.kind or "error"
-    message = (err.get("message") if isinstance(err, dict) else str(err)) or res.message
+    """Why a stage ended in error: the error it reported, else how its process ended."""
+    err = (res.result.error if isinstance(res.result, StageResult) else None) or StageFailure(kind="")
+    kind = err.kind or res.kind or "error"
+    message = err.message or res.message
     report.verdict, report.error_kind = "error", kind
     if kind == "compile_error":
         first = next((d for d in report.build.diagnostics if d.severity == "error"), None)
-        if first is None and err.get("diagnostics"):
-            report.build.diagnostics = _valid(Diagnostic, err["diagnostics"])
+        if first is None and err.diagnostics:
+            report.build.diagnostics = [_as(Diagnostic, d) for d in err.diagnostics]
             first = next((d for d in report.build.diagnostics if d.severity == "error"), None)
-        if err.get("log") and not report.build.log_tail:
-            report.build.log_tail = err["log"][-4000:]
+        if err.log and not report.build.log_tail:
+            report.build.log_tail = err.log[-4000:]
         report.build.ok = False
         if first is not None:
             where = f"candidate line {first.candidate_line}" if first.candidate_line else \
@@ -430,9 +425,8 @@ def _error_from(report: CheckReport, res, *, stage: str, source: str) -> None:
         report.reasons += [f"{d.severity} at candidate line {d.candidate_line}: {d.message}"
                            for d in report.build.diagnostics[1:4] if d.candidate_line and d.severity == "error"]
         return
-    line = err.get("line") if isinstance(err, dict) else None
+    line, why = err.line, err.why
     where = f" (candidate line {line}: `{_line(source, line)}`)" if line else ""
-    why = err.get("why") if isinstance(err, dict) else ""
     prefix = {"import_error": "importing the candidate failed", "syntax_error": "syntax error",
               "interface": "interface mismatch", "init_error": "ModelNew's constructor failed",
               "runtime_error": "the candidate's forward raised", "reference_error": "the reference failed",
@@ -649,8 +643,19 @@ def _finish(report: CheckReport, ws, t_start: float, session: str | None = None)
 
 
 def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
+    """The task's stored baselines per device, for the judge's spec. The store keeps records that
+    earlier versions wrote: their times keep only the fields the run stage's result may carry
+    (stage_results.MeasuredTimes forbids others), and a record without valid eager times is left out."""
     body = ws.latest_report("baseline", task_id=task_id) or {}
-    return {dev: b for dev, b in (body.get("devices") or {}).items() if b.get("timing_iters") == timing_iters}
+    cached = {}
+    for dev, b in (body.get("devices") or {}).items():
+        if not isinstance(b, dict) or b.get("timing_iters") != timing_iters:
+            continue
+        eager, compiled = (valid_records(MeasuredTimes, [b.get(k)]) for k in ("eager", "compiled"))
+        if eager:
+            cached[dev] = {**b, "eager": eager[0].model_dump(),
+                           "compiled": compiled[0].model_dump() if compiled else None}
+    return cached
 
 
 def _baselines_during_build(reference_source: str, task_id: str, compare_compile: bool, env: dict[str, str],
@@ -693,16 +698,18 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
     return thread
 
 
-def _store_baselines(ws, task_id: str, out: dict, timing_iters: int) -> None:
+def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult, timing_iters: int) -> None:
     """Cache the baselines a judge (or the baseline worker) timed with no candidate process alive;
     never the eager time measured beside a candidate."""
-    t = out.get("timing") or {}
-    clean = t.get("clean_baselines") if "clean_baselines" in t else (None if "candidate" in t else t)
-    if not clean or not clean.get("eager"):
+    if out.timing is None:
+        return
+    clean = out.timing.clean_baselines if isinstance(out.timing, RunTiming) else out.timing
+    if clean is None:
         return
     body = ws.latest_report("baseline", task_id=task_id) or {}
     devices = dict(body.get("devices") or {})
-    devices[out.get("device", "")] = {"eager": clean.get("eager"), "compiled": clean.get("compiled"),
-                                      "compile_note": clean.get("compile_note", ""), "timing_iters": timing_iters,
-                                      "measured_at": time.time()}
+    devices[out.device] = {"eager": clean.eager.model_dump(),
+                           "compiled": clean.compiled.model_dump() if clean.compiled else None,
+                           "compile_note": clean.compile_note, "timing_iters": timing_iters,
+                           "measured_at": time.time()}
     ws.add_report("baseline", {"devices": devices}, task_id=task_id)

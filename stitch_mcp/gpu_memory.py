@@ -18,6 +18,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from stitch_mcp.stage_results import RunStageResult
+
 # What a check keeps on the card besides tensors: two CUDA contexts (judge and room, ~0.5 GB each),
 # cuBLAS/cuDNN workspaces and the caching allocators' slack.
 OVERHEAD_BYTES = 2 << 30
@@ -73,12 +75,11 @@ def held(gpu_fields: dict[str, Any] | None, need: int | None, stage) -> Iterator
 _OOM = ("out of memory", "cumemcreate failed", "cuda_oom", "outofmemoryerror")
 
 
-def out_of_memory_beside_others(result: dict[str, Any] | None, message: str = "") -> bool:
+def out_of_memory_beside_others(result: RunStageResult | None, message: str = "") -> bool:
     """A run stage that ran out of GPU memory while it held only part of the card."""
-    result = result or {}
-    held_shares = result.get("memory") or {}
-    if not held_shares or held_shares.get("shares", 0) >= held_shares.get("of_shares", 0):
+    held_shares = result.memory if result is not None else None
+    if held_shares is None or held_shares.shares >= held_shares.of_shares:
         return False
-    error = result.get("error") or {}
-    text = f"{message} {error.get('kind', '')} {error.get('message', '')}".lower()
+    error = result.error
+    text = f"{message} {error.kind if error else ''} {error.message if error else ''}".lower()
     return any(word in text for word in _OOM)

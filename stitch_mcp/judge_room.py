@@ -48,6 +48,7 @@ from stitch_mcp.door import (
 )
 from stitch_mcp.crashes import classify_error_text
 from stitch_mcp.outcomes import _Capture, describe_signal
+from stitch_mcp.stage_results import BuiltExtension, CompilerDiagnostic, RoomReport, valid_records
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
@@ -80,21 +81,11 @@ def _candidate_failure(reply: Failed) -> StageError:
     fields = {"line": reply.line, "traceback": reply.traceback[-6000:]}
     if isinstance(extra.get("log"), str):
         fields["log"] = extra["log"][-8000:]
-    for key in ("diagnostics", "extensions"):
-        if isinstance(extra.get(key), list):
-            fields[key] = [d for d in extra[key][:50] if isinstance(d, dict)]
+    for key, model in (("diagnostics", CompilerDiagnostic), ("extensions", BuiltExtension)):
+        if isinstance(extra.get(key), list):  # the valid records, as the run stage's result takes them
+            fields[key] = [r.model_dump() for r in valid_records(model, extra[key][:50])]
     kind = reply.error_kind if reply.error_kind in CANDIDATE_KINDS else "runtime_error"
     return StageError(kind, reply.message[:4000], **fields)
-
-
-class RoomReport(BaseModel):
-    """How the room ran, for the report: the isolation it had and how it ended."""
-
-    isolation: str = ""
-    mechanisms: list[str] = []
-    warnings: list[str] = []
-    returncode: int | None = None
-    output: str = ""
 
 
 def _become_subreaper() -> None:

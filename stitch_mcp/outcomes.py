@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stitch_mcp.stage_results import StageResult
+
 HEAD_BYTES = 4_000
 TAIL_BYTES = 12_000
 
@@ -44,7 +46,9 @@ class WorkerResult:
     status: str = "ok"  # ok | error | crash | timeout | flood | cancelled | no_result
     kind: str = ""  # finer classification: segfault, illegal_memory_access, cuda_oom, os_exit, ...
     message: str = ""
-    result: dict[str, Any] | None = None
+    # what the stage reported, validated as its model (stitch_mcp.stage_results.STAGE_RESULTS); a
+    # plain dict only from the worker's selftest stage
+    result: StageResult | dict[str, Any] | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     stage: str = ""  # last stage the worker announced
     returncode: int | None = None

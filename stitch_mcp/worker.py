@@ -42,6 +42,7 @@ from typing import Any
 from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal  # noqa: F401  (re-exported)
 from stitch_mcp.events import emit, stage  # noqa: F401  (re-exported; the child side reports through them)
+from stitch_mcp.stage_results import StageResult, read_stage_result
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +267,7 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
 
     `register_kill(fn)` (e.g. Progress.on_cancel) is given a function that kills the worker; it
     returns an unregister function. Events the worker sends are passed to `on_event` as they come.
+    The stage's result is validated as its model (stitch_mcp.stage_results) on receipt.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
@@ -277,7 +279,7 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     kill = _Killer(proc)
     capture = _Capture(proc.stdout, flood_bytes, lambda: kill("flood"))
     unregister = register_kill(lambda: kill("cancelled")) if register_kill else None
-    reader = threading.Thread(target=_read_events, args=(started.events_fd, res, on_event), daemon=True)
+    reader = threading.Thread(target=_read_events, args=(started.events_fd, res, on_event, stage), daemon=True)
     reader.start()
     try:
         _wait(proc, timeout_s, kill, res)
@@ -339,7 +341,8 @@ def _event_lines(fd: int) -> Iterator[bytes]:
                 yield line
 
 
-def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]], None] | None) -> None:
+def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]], None] | None,
+                 stage_name: str) -> None:
     """Record the worker's events in `res` and pass each to `on_event` (the reader thread's body)."""
     for line in _event_lines(fd):
         try:
@@ -348,7 +351,7 @@ def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]]
             continue
         if not isinstance(ev, dict):
             continue
-        _record_event(ev, res)
+        _record_event(ev, res, stage_name)
         if on_event:
             try:
                 on_event(ev)
@@ -356,10 +359,11 @@ def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]]
                 log.exception("event callback failed")
 
 
-def _record_event(ev: dict[str, Any], res: WorkerResult) -> None:
-    """The result, a restart of a spare (no longer counted as one), or an event kept in order."""
+def _record_event(ev: dict[str, Any], res: WorkerResult, stage_name: str) -> None:
+    """The result (validated again here, as `stage_name`'s model: stitch_mcp.stage_results), a
+    restart of a spare (no longer counted as one), or an event kept in order."""
     if ev.get("event") == "result":
-        res.result = ev.get("data") or {}
+        res.result = read_stage_result(stage_name, ev.get("data") or {})
     elif ev.get("event") == "spare_restarted":
         res.spare = False
     else:
@@ -434,6 +438,12 @@ def _classify(res: WorkerResult, why: str, returncode: int | None, timeout_s: fl
 
 def _classify_reported(res: WorkerResult) -> None:
     """The worker reported a result: ok, or the error it names."""
+    if isinstance(res.result, StageResult):
+        error = res.result.error
+        res.status = "error" if error else "ok"
+        res.kind, res.message = (error.kind, error.message) if error else ("", "")
+        return
+    # the selftest stage's plain dict
     res.status = "ok" if not res.result.get("error") else "error"
     err = res.result.get("error") or {}
     res.kind = err.get("kind", "") if isinstance(err, dict) else ""
@@ -629,6 +639,7 @@ def main(argv: list[str]) -> int:
         kind, why = found if found else ("exception", "")
         result = {"error": {"kind": kind, "message": f"{type(exc).__name__}: {exc}"[:4000], "why": why,
                             "traceback": text[-6000:]}}
+    result = _checked_result(name, result)
     try:
         emit("result", data=result)
     except Exception:
@@ -641,7 +652,16 @@ def main(argv: list[str]) -> int:
     os._exit(0)  # no atexit handlers, no waiting on threads
 
 
+def _checked_result(stage_name: str, result: Any) -> Any:
+    """The stage's result as its model validates it (stitch_mcp.stage_results), ready to send: a
+    result that does not validate is sent as an `internal` error naming what did not match."""
+    checked = read_stage_result(stage_name, result)
+    return checked.model_dump(exclude_unset=True) if isinstance(checked, StageResult) else checked
+
+
 def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stage for the worker's own tests: its result is a plain dict of whatever the test asks
+    for, deliberately untyped (no model in stage_results.STAGE_RESULTS)."""
     action = spec.get("action")
     stage("selftest")
     if action == "ok":

@@ -9,8 +9,8 @@ Rules:
 - only the MCP layer imports `mcp` (the SDK);
 - nothing imports the MCP layer or the entry points except the entry points (the MCP layer calls
   plain functions; a plain function never reaches back up into the server);
-- the base modules (settings, errors, models, worker events, crash text, CUDA tool lookup) import
-  no other part of stitch_mcp than each other.
+- the base modules (settings, errors, models, worker events, stage results, crash text, CUDA tool
+  lookup) import no other part of stitch_mcp than each other.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ MCP_LAYER = {"stitch_mcp.server", "stitch_mcp.transport", "stitch_mcp.demo"}
 # Entry points: the CLI and the Python API sit above everything and may import the MCP layer.
 ENTRY = {"stitch_mcp.__main__", "stitch_mcp.cli", "stitch_mcp.api"}
 BASE = {"stitch_mcp", "stitch_mcp.config", "stitch_mcp.errors", "stitch_mcp.models", "stitch_mcp.events",
-        "stitch_mcp.crashes", "stitch_mcp.cuda_tools"}
+        "stitch_mcp.crashes", "stitch_mcp.cuda_tools", "stitch_mcp.stage_results"}
 
 
 def is_mcp_layer(module: str) -> bool:

@@ -96,9 +96,12 @@ def test_shares_of_a_card_are_never_handed_out_twice():
 
 
 def test_a_check_that_needs_more_than_the_card_takes_all_of_it_and_waits_its_turn():
+    from stitch_mcp.stage_results import MemoryHeld
+
     gpu, stages = card(40 * GiB), []
     with held({**gpu.__dict__}, 100 * GiB, stages.append) as got:
         assert got["shares"] == MEMORY_SHARES and got["need_bytes"] == 100 * GiB
+        assert MemoryHeld.model_validate(got).shares == MEMORY_SHARES  # as the run stage's result carries it
         assert stages == ["waiting for GPU memory"]
         with pytest.raises(TimeoutError):
             with reserve_memory(gpu, 1, timeout_s=0.3):
@@ -118,7 +121,11 @@ def test_without_a_gpu_nothing_is_held(monkeypatch):
 
 
 def test_only_running_out_of_memory_beside_others_is_judged_again():
-    from stitch_mcp.gpu_memory import out_of_memory_beside_others as again
+    from stitch_mcp.gpu_memory import out_of_memory_beside_others
+    from stitch_mcp.stage_results import RunStageResult
+
+    def again(result, message=""):  # a run stage's result as the server reads it
+        return out_of_memory_beside_others(None if result is None else RunStageResult.model_validate(result), message)
 
     part = {"shares": 12, "of_shares": MEMORY_SHARES}
     oom = {"kind": "cuda_oom", "message": "OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"}

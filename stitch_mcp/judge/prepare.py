@@ -20,6 +20,7 @@ from stitch_mcp.correctness import StageError
 from stitch_mcp.door import Arg, Attach, Call, LoadState
 from stitch_mcp.judge_room import RoomClient
 from stitch_mcp.shared_tensors import Arena
+from stitch_mcp.stage_results import BuiltExtension, valid_records
 
 
 @dataclass
@@ -110,7 +111,7 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     init_args = plain_values(p.init_args)
     loaded = room.load(spec, p.device, init_args, n_inputs=len(p.inputs))
     publish_build(room.workdir / "build", Path(spec["build_root"]))  # what it built on first use
-    res["extensions"] = loaded.extensions
+    res["extensions"] = [e.model_dump() for e in valid_records(BuiltExtension, loaded.extensions)]  # the room's account
     res["stage_seconds"]["room_load"] = loaded.build_s
     own = p.ref_model.state_dict()
     names = [k for k, shape in loaded.state.items()

@@ -168,6 +168,7 @@ def build_one(path: Path, register_kill=None) -> dict[str, Any]:
     from stitch_mcp.check import _cuda_possible, candidate_scope
     from stitch_mcp.config import get_settings
     from stitch_mcp.sources import load_program
+    from stitch_mcp.stage_results import BuildStageResult
 
     settings = get_settings()
     build_root = Path(settings.build_dir).expanduser()
@@ -177,11 +178,11 @@ def build_one(path: Path, register_kill=None) -> dict[str, Any]:
     if cached_manifest(scope, source) is not None:
         return {"ok": True, "cached": True, "seconds": 0.0}
     res = build_in_room(source, scope, settings, gpu=_cuda_possible(), register_kill=register_kill)
-    out = res.result or {}
-    err = out.get("error") or ({"kind": res.kind, "message": res.message} if not res.ok else None)
-    return {"ok": res.ok and not out.get("error"), "cached": False, "seconds": round(time.monotonic() - t0, 1),
-            "needs_gpu": out.get("needs_gpu", ""), "error": err,
-            "extensions": [{k: e.get(k) for k in ("name", "cached", "seconds")} for e in out.get("extensions", [])]}
+    out = res.result or BuildStageResult()
+    err = out.error.model_dump() if out.error else ({"kind": res.kind, "message": res.message} if not res.ok else None)
+    return {"ok": res.ok and not out.error, "cached": False, "seconds": round(time.monotonic() - t0, 1),
+            "needs_gpu": out.needs_gpu or "", "error": err,
+            "extensions": [e.model_dump(include={"name", "cached", "seconds"}) for e in out.extensions]}
 
 
 class Prebuilder:
