@@ -44,7 +44,7 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from stitch_mcp.correctness import run_stage
+    from stitch_mcp.judge import run_stage
 
     work = run_dir / "run"
     work.mkdir()
