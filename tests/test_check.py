@@ -352,6 +352,7 @@ def test_bad_candidates_give_clear_errors(cand, kind, words):
     assert not workers_running()
 
 
+@pytest.mark.timeout(120)  # its own limit is SHORT_RUN_TIMEOUT_S + 25 s
 def test_hang_times_out_and_is_killed(short_run_timeout):
     t0 = time.monotonic()
     r = check("ref_relu", "cand_hang")

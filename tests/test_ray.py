@@ -113,6 +113,7 @@ CANDIDATES = [("honest-a", "cand_relu_torch"), ("honest-b", "cand_relu_torch"), 
               ("wrong", "cand_wrong")]
 
 
+@pytest.mark.timeout(240)  # starting Ray is part of it (its own limit: 180 s); 38 s on 2 loaded cores
 def test_batch_runs_as_one_gpu_ray_tasks_and_lands_in_the_server_workspace(ray_cluster, run_dir):
     address, _, node_data = ray_cluster
     marker = new_marker()  # the server's own (the cluster's processes carry the fixture's)

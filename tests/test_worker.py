@@ -161,6 +161,7 @@ def test_each_ending_has_its_message(tmp_path, one_spare, monkeypatch):
     assert (r.status, r.kind, r.message) == ("no_result", "cuda_oom", "the GPU ran out of memory" + during)
 
 
+@pytest.mark.timeout(120)  # a 25 s wait, then a 10 s limit: 38 s on 2 cores, idle or loaded
 def test_waiting_for_the_device_does_not_count_against_the_time_limit(tmp_path):
     """Twelve checks at once made a judge wait past its limit for the device (an H100, 2026-11-25):
     a wait is not a hang. Time spent in the stage after the wait still counts."""
