@@ -7,6 +7,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from timeout_report import (  # noqa: F401  (the timeout report's hooks: --timeout-report)
+    pytest_addoption,
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_runtest_protocol,
+    pytest_sessionstart,
+    pytest_terminal_summary,
+)
 
 # Isolate the workspace and build cache before anything reads settings; subprocesses (stdio
 # servers, workers) inherit these. STITCH_TEST_CACHE lets a developer keep builds between runs.
@@ -19,6 +27,9 @@ os.environ.setdefault("STITCH_ALLOWED_ROOTS", os.pathsep.join([str(Path(__file__
                                                                  tempfile.gettempdir()]))
 
 TESTS = Path(__file__).resolve().parent
+# pytest-timeout for a slow or GPU test without a timeout of its own (the ini's 60 s was measured on
+# the CPU suite only: --timeout-report); --timeout on the command line still wins.
+SLOW_TIMEOUT_S = 900
 
 
 def _has_cuda() -> bool:
@@ -31,6 +42,10 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("timeout", None) is None:
+        for item in items:
+            if ("slow" in item.keywords or "gpu" in item.keywords) and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
     if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

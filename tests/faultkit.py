@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from timeout_report import record_wait
+
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
@@ -113,10 +115,12 @@ def leftovers(marker: str, exclude: set[int] | None = None) -> list[tuple[int, s
 
 
 def wait_no_leftovers(marker: str, exclude: set[int] | None = None, timeout: float = 10.0) -> list:
-    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    deadline = t0 + timeout
     while True:
         left = leftovers(marker, exclude)
         if not left or time.monotonic() > deadline:
+            record_wait("wait_no_leftovers", timeout, time.monotonic() - t0, expired=bool(left))
             return left
         time.sleep(0.2)
 
@@ -163,10 +167,12 @@ def start_http_server(marker: str, data_dir: Path, *args: str, env: dict | None 
     proc = subprocess.Popen([sys.executable, "-m", "stitch_mcp", "serve", "--http", "--port", str(port), *args],
                             env=env or server_env(marker, data_dir), cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=open(out, "wb"), stderr=open(log, "wb"), start_new_session=True)
-    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    deadline = t0 + timeout
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            record_wait("http server start", timeout, time.monotonic() - t0)
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -207,8 +213,12 @@ async def resource_json(client, uri: str):
     return json.loads(res.contents[0].text)
 
 
-async def call_until_done(client, tool: str, args: dict, *, max_wait_s: float = 20, deadline_s: float = 300) -> dict:
-    """Call a long tool and follow job_status until it is done; returns the tool's structured result."""
+async def call_until_done(client, tool: str, args: dict, *, max_wait_s: float = 20, deadline_s: float = 300,
+                          stage_limits: dict[str, float] | None = None) -> dict:
+    """Call a long tool and follow job_status until it is done; returns the tool's structured result.
+    `stage_limits` (the server's, default its defaults: build 300 s, run 120 s) are what the timeout
+    report holds the report's stage seconds to."""
+    t0 = time.monotonic()
     result = await client.call_tool(tool, {**args, "max_wait_s": max_wait_s})
     assert not result.is_error, text_of(result)
     out = result.structured_content
@@ -224,5 +234,11 @@ async def call_until_done(client, tool: str, args: dict, *, max_wait_s: float = 
             continue
         assert info["status"] == "done", info
         out = info["result"]
+    record_wait(f"{tool} until done (deadline_s)", deadline_s, time.monotonic() - t0)
+    limits = {"build": 300.0, "run": 120.0, **(stage_limits or {})}
+    for stage, seconds in (out.get("stage_seconds") or {}).items():
+        if stage in limits:
+            record_wait(f"server {tool} stage {stage}", limits[stage], seconds,
+                        expired=out.get("error_kind") == "timeout" and stage == "run")
     out["_followed_job_status"] = followed
     return out

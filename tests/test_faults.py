@@ -38,6 +38,7 @@ from faultkit import (
     working_dir,
 )
 from mcp import Client, StdioServerParameters
+from timeout_report import record_wait
 
 pytestmark = pytest.mark.anyio
 
@@ -153,7 +154,8 @@ def server(run_dir):
 async def check(url: str, candidate: str, **kw) -> dict:
     async with Client(url) as c:
         return await call_until_done(c, "compile_and_check", {
-            "candidate": candidate, "reference": REF, "timing": False, "compare_compile": False, **kw})
+            "candidate": candidate, "reference": REF, "timing": False, "compare_compile": False, **kw},
+            stage_limits={"run": RUN_TIMEOUT_S})
 
 
 async def assert_survived(srv, report: dict, tag: str) -> None:
@@ -169,7 +171,8 @@ async def assert_survived(srv, report: dict, tag: str) -> None:
         history = await resource_json(c, f"stitch://tasks/{report['task_id']}/history")
         assert report["candidate_id"] in {row["candidate_id"] for row in history["candidates"]}
         again = await call_until_done(c, "compile_and_check", {
-            "candidate": honest(f"after {tag}"), "reference": REF, "timing": False, "compare_compile": False})
+            "candidate": honest(f"after {tag}"), "reference": REF, "timing": False, "compare_compile": False},
+            stage_limits={"run": RUN_TIMEOUT_S})
     assert again["verdict"] == "pass", again["summary"]
     assert not wait_no_leftovers(srv.marker, {srv.pid})
 
@@ -259,18 +262,20 @@ async def test_server_killed_mid_check_then_restarted(tmp_path):
     try:
         async with Client(first.url) as c:
             done = await call_until_done(c, "compile_and_check", {
-                "candidate": honest("before the kill"), "reference": REF, "timing": False, "compare_compile": False})
+                "candidate": honest("before the kill"), "reference": REF, "timing": False, "compare_compile": False},
+                stage_limits={"run": 600})
             assert done["verdict"] == "pass", done["summary"]
             res = await c.call_tool("compile_and_check", {"candidate": prog("cand_hang"), "task_id": done["task_id"],
                                                           "timing": False, "max_wait_s": 1})
             assert not res.is_error, text_of(res)
             running = res.structured_content
             assert running["status"] == "running" and running["job_id"]
-        deadline = time.monotonic() + 60
+        t0 = time.monotonic()
         while not any("stitch_mcp.worker" in cmd and working_dir(pid).endswith("/run")
                       for pid, cmd in leftovers(marker, {first.pid})):
-            assert time.monotonic() < deadline, "the run worker never started"
+            assert time.monotonic() < t0 + 60, "the run worker never started"
             time.sleep(0.2)
+        record_wait("the run worker starts", 60, time.monotonic() - t0)
         time.sleep(2)  # inside the candidate's endless forward by now
         os.kill(first.pid, signal.SIGKILL)
         first.proc.wait(timeout=10)
@@ -296,7 +301,8 @@ async def test_server_killed_mid_check_then_restarted(tmp_path):
             cand = await resource_json(c, f"stitch://candidates/{done['candidate_id']}")
             assert [r["body"]["verdict"] for r in cand["reports"] if r["kind"] == "check"] == ["pass"]
             again = await call_until_done(c, "compile_and_check", {
-                "candidate": honest("after the restart"), "task_id": done["task_id"], "timing": False})
+                "candidate": honest("after the restart"), "task_id": done["task_id"], "timing": False},
+                stage_limits={"run": 600})
             assert again["verdict"] == "pass", again["summary"]
         assert second.alive()
         assert not wait_no_leftovers(marker, {second.pid})
@@ -314,9 +320,10 @@ def test_marker_scan_sees_this_machine():
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
                          env={**os.environ, "STITCH_TEST_MARKER": marker})
     try:
-        deadline = time.monotonic() + 5
-        while not leftovers(marker) and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        while not leftovers(marker) and time.monotonic() < t0 + 5:
             time.sleep(0.05)
+        record_wait("the scan sees the sleeper", 5, time.monotonic() - t0)
         assert [pid for pid, _ in leftovers(marker)] == [p.pid], cmdline(p.pid)
     finally:
         p.kill()

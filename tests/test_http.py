@@ -17,6 +17,7 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from timeout_report import record_wait
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,10 +36,11 @@ def http_server(*args: str, env_extra: dict[str, str] | None = None):
     proc = subprocess.Popen([sys.executable, "-m", "stitch_mcp", "serve", "--http", "--port", str(port), *args],
                             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + 30:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                record_wait("http server start", 30, time.monotonic() - t0)
                 break
             except OSError:
                 assert proc.poll() is None, proc.stderr.read().decode()

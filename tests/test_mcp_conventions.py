@@ -17,6 +17,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import ListRootsResult, PromptReference, ResourceTemplateReference, Root
+from timeout_report import record_wait
 
 from stitch_mcp.config import configure
 from stitch_mcp.server import create_server
@@ -319,8 +320,10 @@ async def test_progress_reaches_the_client_as_info_log_messages():
     async with Client(create_server(), mode="legacy", logging_callback=on_log) as client:
         with pytest.warns(Warning):
             await client.set_logging_level("info")
+        t0 = time.monotonic()
         result = await client.call_tool("compile_and_check", {"reference": reference, "candidate": candidate,
                                                               "timing": False, "max_wait_s": 60})
+        record_wait("compile_and_check within max_wait_s", 60, time.monotonic() - t0)
         assert result.structured_content["verdict"] == "error"
     steps = [m for m in received if m.level == "info" and str(m.data).startswith("compile_and_check: ")]
     assert steps and steps[0].logger == "stitch_mcp.compile_and_check"
@@ -380,10 +383,11 @@ def test_serve_builds_the_docs_index_at_start_and_a_search_meanwhile_answers_run
     proc = _raw_server(env_extra={"STITCH_DOCS_INDEX_WARMUP": "1", "STITCH_CACHE_DIR": str(tmp_path),
                                   "STITCH_LOG_LEVEL": "INFO"})
     try:
-        seen, deadline = "", time.monotonic() + 60
-        while "checking documentation sources" not in seen and time.monotonic() < deadline:
+        seen, t0 = "", time.monotonic()
+        while "checking documentation sources" not in seen and time.monotonic() < t0 + 60:
             if select.select([proc.stderr], [], [], 1)[0]:
                 seen += proc.stderr.readline()
+        record_wait("the docs index build starts", 60, time.monotonic() - t0)
         assert "checking documentation sources" in seen, seen[-2000:]  # the build started by itself
         search = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                   "params": {"name": "search_cuda_docs", "arguments": {"query": "cudaMemcpyAsync", "max_wait_s": 1}}}

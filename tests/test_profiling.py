@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from timeout_report import record_wait
 
 from stitch_mcp.errors import UserError
 from stitch_mcp.profiling import ncu as N
@@ -360,6 +361,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     script = f"sleep 60 & echo $! > {pidfile}; wait"
     t0 = time.monotonic()
     res = run_group(["sh", "-c", script], timeout_s=1.0, cwd=tmp_path)
+    record_wait("a timed-out group ends", 10, time.monotonic() - t0)
     assert res.timed_out and time.monotonic() - t0 < 10
     child = int(pidfile.read_text())
     time.sleep(0.2)
@@ -383,6 +385,7 @@ def test_cancel_kills_the_run(tmp_path):
     threading.Timer(0.5, progress.cancel).start()
     t0 = time.monotonic()
     res = run_group(["sleep", "30"], timeout_s=60, cwd=tmp_path, progress=progress)
+    record_wait("a cancelled group ends", 10, time.monotonic() - t0)
     assert res.cancelled and time.monotonic() - t0 < 10
 
 

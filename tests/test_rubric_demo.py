@@ -35,6 +35,7 @@ def test_story_reads_as_a_success_only_when_it_is_one():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # above the demo's own limit (1500 s), so that one reports first
 def test_cpu_demo_improves_on_eager_and_on_the_naive_candidate(tmp_path):
     """The whole demo over stdio on the CPU path (builds two extensions: minutes on 2 cores)."""
     env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "HOME", "TMPDIR", "XDG_", "TORCH"))}

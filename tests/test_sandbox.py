@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from timeout_report import record_wait
 
 from stitch_mcp.config import configure
 from stitch_mcp.sandbox import SandboxPolicy, kill_sandbox, probe_isolation, sandboxed
@@ -84,9 +85,10 @@ def _kill_leftovers(marker: str) -> None:
 
 
 def _wait_gone(marker: str, timeout_s: float = 3.0) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    while (left := _pids_with(marker)) and time.monotonic() < deadline:
+    t0 = time.monotonic()
+    while (left := _pids_with(marker)) and time.monotonic() < t0 + timeout_s:
         time.sleep(0.02)
+    record_wait("sandboxed processes gone", timeout_s, time.monotonic() - t0, expired=bool(left))
     return left
 
 
@@ -168,10 +170,11 @@ def test_kill_sandbox_ends_every_process_it_started(level, host, pid_namespace):
     try:
         line = proc.stdout.readline()
         assert line == b"up\n", (proc.wait(), proc.stderr.read())
-        deadline = time.monotonic() + 10
-        while len(_pids_with(marker)) < 3 and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        while len(_pids_with(marker)) < 3 and time.monotonic() < t0 + 10:
             time.sleep(0.02)
         assert len(_pids_with(marker)) == 3
+        record_wait("three sandboxed children up", 10, time.monotonic() - t0)
         assert kill_sandbox(proc, cmd) is not None
         assert not _wait_gone(marker)
     finally:

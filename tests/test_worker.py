@@ -8,6 +8,7 @@ import time
 
 import pytest
 from faultkit import idle_spare_of
+from timeout_report import record_wait
 
 from stitch_mcp import worker
 from stitch_mcp.config import configure
@@ -20,10 +21,12 @@ def selftest(tmp_path, action: str, name: str = "w", **kw) -> worker.WorkerResul
 def idle_spares(expect: bool = True) -> list[int]:
     """Our idle spares, after waiting up to 5 s for them to be as `expect`ed (a process just
     forked shows its parent's command line until it has exec'd)."""
-    deadline = time.monotonic() + 5
+    t0 = time.monotonic()
     while True:
         found = [p for p in worker._descendants(os.getpid()) if idle_spare_of(p, {os.getpid()})]
-        if bool(found) == expect or time.monotonic() > deadline:
+        if bool(found) == expect or time.monotonic() > t0 + 5:
+            record_wait(f"idle spares {'up' if expect else 'gone'}", 5, time.monotonic() - t0,
+                        expired=bool(found) != expect)
             return found
         time.sleep(0.05)
 
@@ -161,6 +164,7 @@ def test_each_ending_has_its_message(tmp_path, one_spare, monkeypatch):
     assert (r.status, r.kind, r.message) == ("no_result", "cuda_oom", "the GPU ran out of memory" + during)
 
 
+@pytest.mark.timeout(120)  # a 25 s wait, then a 10 s limit: 38 s on 2 cores, idle or loaded
 def test_waiting_for_the_device_does_not_count_against_the_time_limit(tmp_path):
     """Twelve checks at once made a judge wait past its limit for the device (an H100, 2026-11-25):
     a wait is not a hang. Time spent in the stage after the wait still counts."""
@@ -170,4 +174,5 @@ def test_waiting_for_the_device_does_not_count_against_the_time_limit(tmp_path):
     assert r.ok and r.result == {"waited": True}, (r.status, r.message)
     r = worker.run_worker("selftest", {"action": "wait_then_hang", "wait_s": 1, "then_s": 120},
                           workdir=tmp_path / "hangs", timeout_s=10)
+    record_wait("a hang after a device wait ends, past its 1 s wait and 10 s limit", 29, r.seconds - 11)
     assert r.status == "timeout" and r.stage == "selftest" and r.seconds < 40, (r.status, r.stage, r.seconds)
