@@ -103,6 +103,7 @@ class RoomClient:
         self.command = command  # the SandboxedCommand: its isolation, uid and cgroup
         self.slot_lock: int | None = None
         self.deadline = deadline
+        self.limit_s = 0.0  # the time limit behind the deadline, for the message when it runs out
         self.capture = _Capture(proc.stdout, FLOOD_BYTES, self._flooded)
         self.flooded = False
         self.ready: Ready | None = None
@@ -152,7 +153,8 @@ class RoomClient:
         room = _take_spare(parent, gpu) or cls.spawn(parent, gpu)
         room.model_class, room.build_root = model_class, spec["build_root"]
         (room.workdir / "program.py").write_text(source, encoding="utf-8")  # the room imports it as candidate.py
-        room.deadline = time.monotonic() + float(spec.get("room_timeout_s") or 600)
+        room.limit_s = float(spec.get("room_timeout_s") or 600)
+        room.deadline = time.monotonic() + room.limit_s
         return room
 
     def close(self) -> None:
@@ -225,8 +227,9 @@ class RoomClient:
             return RoomGone("output_flood", f"the candidate flooded its output (over {FLOOD_BYTES >> 20} MB); "
                                             "remove debug printing")
         if timed_out:
-            return RoomGone("timeout", "timed out waiting for the candidate (a hung kernel, an infinite loop, a "
-                                       "deadlock or a very slow lazy build)")
+            limit = f" after {self.limit_s:.0f} s" if self.limit_s else ""
+            return RoomGone("timeout", f"timed out{limit} waiting for the candidate (a hung kernel, an infinite "
+                                       "loop, a deadlock or a very slow lazy build)")
         found = classify_error_text(output)
         if code is not None and code > 128 and code - 128 < 65:  # the sandbox passes on 128 + signal
             code = -(code - 128)

@@ -359,11 +359,29 @@ def test_hang_times_out_and_is_killed(short_run_timeout):
     r = check("ref_relu", "cand_hang")
     assert r.verdict == "error" and r.error_kind == "timeout", r.summary
     assert "first_call" in r.reasons[0], r.reasons  # its first call runs before the trials
+    # the room's deadline or the worker's limit, whichever ends it first: both name the limit
+    assert f"timed out after {SHORT_RUN_TIMEOUT_S} s" in r.reasons[0], r.reasons
     elapsed = time.monotonic() - t0
     # the 25 s margin is for what comes after the run timeout: the kill, the clean-up, the report
     record_wait("a hung check ends, past its run_timeout_s", 25, elapsed - SHORT_RUN_TIMEOUT_S)
     assert elapsed < SHORT_RUN_TIMEOUT_S + 25, f"{elapsed:.0f} s; stages {r.stage_seconds}"
     assert not workers_running()
+
+
+def test_a_room_past_its_deadline_names_the_limit(tmp_path):
+    """The judge's own deadline for the room (it can run out before the worker's limit, which does not
+    count the waits for memory and the device): the reason names the limit, as the worker's does."""
+    from stitch_mcp import worker
+    from stitch_mcp.check import _limits, run_spec
+
+    settings = get_settings()
+    reference, source = ((PROGRAMS / f"{n}.py").read_text() for n in ("ref_relu", "cand_hang"))
+    spec = run_spec(reference, source, Path(settings.build_dir).expanduser(), settings, trials=2, timing=False,
+                    compare_compile=False, limits=_limits(60, False))
+    spec["room_timeout_s"] = 6
+    res = worker.run_worker("run", spec, workdir=tmp_path, timeout_s=60)
+    assert res.kind == "timeout" and res.result.error.kind == "timeout", (res.kind, res.message)
+    assert res.message.startswith("timed out after 6 s waiting for the candidate"), res.message
 
 
 def test_flood_never_reaches_our_stdout(capfd):
