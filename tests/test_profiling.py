@@ -416,6 +416,19 @@ def test_an_nsys_older_than_the_runtime_is_given_the_runtime_cupti(tmp_path, mon
     assert nsys_cupti_env(str(tmp_path / "nsys" / "bin" / "nsys"), tmp_path / "w3") == {}
 
 
+def test_a_sandboxed_profile_gets_the_build_settings_a_room_gets(tmp_path):
+    """The build cache keys an extension on CXX and the arch list: a profile of the candidate must see
+    them as its check's room did, or it builds the extension again under ncu (10 s on an H100)."""
+    from stitch_mcp.profiling.runner import run_group
+
+    settings = {"CXX": "/opt/gcc/bin/g++", "CC": "/opt/gcc/bin/gcc", "TORCH_CUDA_ARCH_LIST": "9.0"}
+    show = "import os; print(*(os.environ.get(k) for k in ('CXX', 'CC', 'TORCH_CUDA_ARCH_LIST', 'MY_TOKEN')))"
+    res = run_group([sys.executable, "-c", show], timeout_s=60, cwd=tmp_path, sandboxed=True,
+                    env={**os.environ, **settings, "MY_TOKEN": "not for candidates"})
+    assert res.returncode == 0, res.output
+    assert res.output.split() == ["/opt/gcc/bin/g++", "/opt/gcc/bin/gcc", "9.0", "None"]
+
+
 @pytest.mark.skipif(shutil.which("nsys") is not None, reason="a real nsys is present")
 def test_nsys_status_without_nsys():
     from stitch_mcp.profiling import nsys_status

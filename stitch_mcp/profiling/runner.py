@@ -48,11 +48,14 @@ def run_group(cmd: list[str], *, timeout_s: float, cwd: Path | None = None, env:
     only writable folder (stitch_mcp.sandbox), and everything it started is killed afterwards."""
     if not sandboxed:
         return _run_group(cmd, timeout_s, cwd, env, progress, log_path, None)
-    from stitch_mcp.judge_room import candidate_sandbox
+    from stitch_mcp.judge_room import ROOM_ENV, candidate_sandbox
     from stitch_mcp.sandbox import kill_sandbox
 
     assert cwd is not None
-    allowed = {k: v for k, v in (env or {}).items() if k.startswith(("CUDA_", "PYTHON", "TORCH", "NV"))}
+    # what a room is given, so the candidate's extensions have the keys its check built them under
+    # (CXX is in the build cache's key: without it every profile on an H100 rebuilt, 10 s under ncu)
+    allowed = {k: v for k, v in (env or {}).items()
+               if k in ROOM_ENV or k.startswith(("CUDA_", "PYTHON", "TORCH", "NV"))}
     allowed["TORCH_EXTENSIONS_DIR"] = str(cwd / "torch_extensions")
     with candidate_sandbox(cmd, cwd, allowed, gpu=True) as box:
         return _run_group(box.argv, timeout_s, cwd, box.env, progress, log_path,
