@@ -613,6 +613,13 @@ SUGGESTION_SCENARIOS = {
                      {"launch__waves_per_multiprocessor": 0.01}, None, True),
     "memory_near_the_copy_bandwidth": ({"bound": "memory-bound", "memory_pct": 90.0, "dram_gbps": 2900.0}, {}, 85.0,
                                        True),
+    "memory_at_the_copy_floor_stalled_on_loads": (
+        {"bound": "memory-bound", "memory_pct": 92.0, "dram_gbps": 2830.0,
+         "stalls": [{"reason": "long_scoreboard", "share": 0.5}, {"reason": "lg_throttle", "share": 0.45},
+                    {"reason": "barrier", "share": 0.05}]}, {}, 88.0, True),
+    "memory_below_the_copy_floor_stalled_on_loads": (
+        {"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 2400.0,
+         "stalls": [{"reason": "long_scoreboard", "share": 0.88}]}, {}, 78.0, True),
     "memory_at_dram": ({"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 1000.0}, {}, 70.0, True),
     "memory_at_dram_no_ceilings": ({"bound": "memory-bound", "memory_pct": 80.0, "dram_gbps": 3000.0}, {}, 70.0,
                                    False),

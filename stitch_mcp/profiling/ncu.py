@@ -515,8 +515,18 @@ _STALL_RULES = (
 )
 
 
+# Advice against stalls on loads (more loads in flight, wider loads) cannot take a kernel past the
+# copy bandwidth: at 90% of it those stalls are the bandwidth itself. An H100 ReLU at 94% was told
+# to raise its memory-level parallelism beside "near its floor; only moving fewer bytes helps".
+_LOAD_STALLS = {"long_scoreboard", "lg_throttle"}
+AT_COPY_FLOOR = 0.9
+
+
 def _stall_rule(row: tuple, f: _Facts) -> _Candidate | None:
     reasons, threshold, base, text, metric, query = row
+    at_floor = f.ceil is not None and f.d.dram_gbps is not None and f.d.dram_gbps >= AT_COPY_FLOOR * f.ceil.dram_gbps
+    if at_floor and set(reasons) <= _LOAD_STALLS:
+        return None
     share = sum(f.stall.get(r, 0) for r in reasons)
     if share >= threshold:
         return _suggest(base + share, text, metric, f"{share:.0%} of stalls", query)
