@@ -49,6 +49,8 @@ class Gpu:
 def _foreign_processes(pynvml, handle) -> int | None:
     """Compute processes on the GPU that are not stitch-mcp workers (whose environment carries
     STITCH_WORKER_TOKEN). A process we cannot inspect (another user's, another container's) counts."""
+    import psutil
+
     try:
         procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:
@@ -56,11 +58,10 @@ def _foreign_processes(pynvml, handle) -> int | None:
     foreign = 0
     for proc in procs:
         try:
-            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
-                seen = fh.read()
-                if b"STITCH_WORKER_TOKEN=" in seen or b"STITCH_ROOM=1" in seen:  # a worker or a room of ours
-                    continue
-        except OSError:
+            env = psutil.Process(proc.pid).environ()
+            if "STITCH_WORKER_TOKEN" in env or env.get("STITCH_ROOM") == "1":  # a worker or a room of ours
+                continue
+        except psutil.Error:
             pass
         foreign += 1
     return foreign

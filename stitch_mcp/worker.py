@@ -55,24 +55,13 @@ FLOOD_BYTES = 32 * 1024 * 1024  # more candidate output than this is a flood: th
 
 
 def _descendants(pid: int) -> list[int]:
-    """Child processes (recursively) via /proc, to kill those that left the process group."""
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children") as fh:
-                    kids = [int(x) for x in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            out.extend(kids)
-            stack.extend(kids)
-    return out
+    """Child processes (recursively), to kill those that left the process group."""
+    import psutil
+
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
@@ -100,20 +89,20 @@ def kill_marked(token: str, exclude: int | None = None) -> int:
     """SIGKILL every live process whose environment carries STITCH_WORKER_TOKEN=token: a worker's
     descendants inherit it, also those that left its process group and session (setsid, double
     fork) or were orphaned when the worker exited first. Returns how many were killed."""
-    needle = f"STITCH_WORKER_TOKEN={token}".encode()
+    import psutil
+
     killed = 0
     for _ in range(5):  # again, in case one forked while we scanned
         found = 0
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) in (os.getpid(), exclude):
+        for proc in psutil.process_iter():
+            if proc.pid in (os.getpid(), exclude):
                 continue
             try:
-                with open(f"/proc/{pid}/environ", "rb") as fh:
-                    if needle not in fh.read():
-                        continue
-                os.kill(int(pid), signal.SIGKILL)
+                if proc.environ().get("STITCH_WORKER_TOKEN") != token:
+                    continue
+                proc.kill()
                 found += 1
-            except OSError:
+            except psutil.Error:
                 continue
         killed += found
         if not found:
