@@ -27,9 +27,7 @@ from __future__ import annotations
 import logging
 import re
 
-from pydantic import ValidationError
-
-from stitch_mcp.models import CheckReport, Route, RubricReport
+from stitch_mcp.models import CheckReport, KernelProfile, ReferenceProfile, Route, RubricReport
 from stitch_mcp.store import Workspace, get_workspace, session_name
 
 log = logging.getLogger(__name__)
@@ -37,27 +35,34 @@ log = logging.getLogger(__name__)
 STAGNANT_GAIN = 1.02
 
 
-def _done(report: dict | None) -> dict | None:
-    return report if report and report.get("status", "done") == "done" else None
-
-
 def _check_of(ws: Workspace, candidate_id: str) -> CheckReport | None:
-    """The candidate's last finished compile_and_check, as the model it was stored from."""
-    body = _done(ws.latest_report("check", candidate_id=candidate_id))
-    if body is None:
-        return None
-    try:
-        return CheckReport.model_validate(body)
-    except ValidationError:  # a report stored by an older version: routing goes on without it
-        log.warning("stored check of %s does not read as a CheckReport; routing as unverified", candidate_id)
-        return None
+    """The candidate's last finished compile_and_check; an unreadable one routes as unverified."""
+    return ws.finished_report("check", CheckReport, candidate_id=candidate_id)
 
 
-def _failed(check: CheckReport | None, rubric: dict | RubricReport | None) -> bool:
+def _rubric_of(ws: Workspace, candidate_id: str) -> RubricReport | None:
+    """The candidate's last stored rubric; an unreadable one is no verdict (not a hack)."""
+    return ws.finished_report("rubric", RubricReport, candidate_id=candidate_id)
+
+
+def _kernel_profile_of(ws: Workspace, candidate_id: str) -> KernelProfile | None:
+    """The candidate's last finished profile_kernel; an unreadable one is as if never profiled."""
+    return ws.finished_report("profile_kernel", KernelProfile, candidate_id=candidate_id)
+
+
+def _reference_profile_of(ws: Workspace, task_id: str) -> ReferenceProfile | None:
+    """The task's last finished profile_reference; without one the op shares are estimated statically."""
+    return ws.finished_report("profile_reference", ReferenceProfile, task_id=task_id)
+
+
+def _is_hack(rubric: RubricReport | None) -> bool:
+    return rubric is not None and rubric.verdict == "hack"
+
+
+def _failed(check: CheckReport | None, rubric: RubricReport | None) -> bool:
     if not check or check.verdict != "pass":
         return True
-    verdict = rubric.verdict if isinstance(rubric, RubricReport) else (rubric or {}).get("verdict")
-    return verdict == "hack"
+    return _is_hack(rubric)
 
 
 def _needs_gpu(check: CheckReport | None) -> bool:
@@ -74,7 +79,7 @@ def profile_consulted(task_id: str, candidate_id: str | None = None, session: st
     """profile_kernel has run on the candidate or on a candidate of this session's on the task."""
     ws = get_workspace()
     ids = set(ws.lineage(task_id, session)) | ({candidate_id} if candidate_id else set())
-    return any(_done(ws.latest_report("profile_kernel", candidate_id=cid)) for cid in ids)
+    return any(_kernel_profile_of(ws, cid) is not None for cid in ids)
 
 
 def _window(candidate_id: str, session: str | None = None) -> list[str]:
@@ -95,9 +100,9 @@ def _attempt_failed(candidate_id: str) -> bool:
     Unchecked (or still running) is not a failure: a check run in parallel must not count."""
     ws = get_workspace()
     check = _check_of(ws, candidate_id)
-    rubric = ws.latest_report("rubric", candidate_id=candidate_id)
+    rubric = _rubric_of(ws, candidate_id)
     if check is None:
-        return (rubric or {}).get("verdict") == "hack"
+        return _is_hack(rubric)
     return _failed(check, rubric) and not _needs_gpu(check)
 
 
@@ -179,7 +184,7 @@ def _first_fix(check: CheckReport | None, rubric: RubricReport | None) -> list[s
     return items
 
 
-def refine_feedback(check: CheckReport | None, rubric: RubricReport | None, kprof: dict | None,
+def refine_feedback(check: CheckReport | None, rubric: RubricReport | None, kprof: KernelProfile | None,
                     compute_heavy: bool = False) -> list[str]:
     """Ranked items for a correct candidate. compute_heavy: the reference's time is mostly GEMM/conv,
     so a floor from bytes alone (no FLOP count known) says nothing about this candidate."""
@@ -198,11 +203,11 @@ def refine_feedback(check: CheckReport | None, rubric: RubricReport | None, kpro
                 op = f.message.split("`")[1] if "`" in f.message else "op"
                 items.append(f"[coverage:{op}] Implement {f.message.replace(' still runs as PyTorch', '')} in custom "
                              "code; it still runs as PyTorch.")
-        for k in kprof.get("kernels") or [] if kprof else []:
-            for s in (k.get("suggestions") or [])[:2]:
-                metric = f" ({s.get('metric')}={s.get('value')})" if s.get("metric") else ""
-                doc = f" [doc {s['doc_id']}]" if s.get("doc_id") else ""
-                items.append(f"[profile] {k.get('name', 'kernel')[:40]}: {s.get('text', '')}{metric}{doc}")
+        for k in kprof.kernels if kprof else []:
+            for s in k.suggestions[:2]:
+                metric = f" ({s.metric}={s.value})" if s.metric else ""
+                doc = f" [doc {s.doc_id}]" if s.doc_id else ""
+                items.append(f"[profile] {k.name[:40]}: {s.text}{metric}{doc}")
         for f in d.cuda_engineering.findings:
             if f.code == "missing_technique":
                 key = next((k for k in ADVICE if ADVICE[k] and ADVICE[k] in f.message), None)
@@ -235,7 +240,7 @@ def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = N
     cand = ws.candidate(candidate_id, session)
     task = ws.task(task_id)
     check = check if check is not None else _check_of(ws, candidate_id)
-    kprof = _done(ws.latest_report("profile_kernel", candidate_id=candidate_id))
+    kprof = _kernel_profile_of(ws, candidate_id)
     if rubric is None:
         try:
             rubric = score.assess(task, cand, session=session)
@@ -251,7 +256,7 @@ def route_after(task_id: str, candidate_id: str, rubric: RubricReport | None = N
 
 
 def _decide(task_id: str, candidate_id: str, check: CheckReport | None, rubric: RubricReport | None,
-            kprof: dict | None, window: list[str], session: str | None = None) -> Route:
+            kprof: KernelProfile | None, window: list[str], session: str | None = None) -> Route:
     ws = get_workspace()
     previous = window[:-1]
     prev_failed = bool(previous) and _attempt_failed(previous[-1])
@@ -322,14 +327,14 @@ def _accept_gates(task_id: str, candidate_id: str, check: CheckReport, rubric: R
     return gates
 
 
-def _shares_and_feedback(ws: Workspace, task_id: str, check: CheckReport, rubric: RubricReport | None, kprof: dict | None,
-                         gates: list[str]) -> tuple[list, list[str]]:
+def _shares_and_feedback(ws: Workspace, task_id: str, check: CheckReport, rubric: RubricReport | None,
+                         kprof: KernelProfile | None, gates: list[str]) -> tuple[list, list[str]]:
     """The reference's op shares (where its time goes) and the feedback for a correct candidate
     not accepted."""
     from stitch_mcp.score.runtime import reference_shares
 
     task = ws.task(task_id)
-    ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
+    ref_profile = _reference_profile_of(ws, task_id)
     shares, _ = reference_shares(task, ref_profile)
     from stitch_mcp import analysis as an
 
@@ -346,8 +351,7 @@ def _stagnant(ws: Workspace, window: list[str]) -> bool:
     speeds = []
     for cid in window:
         c = _check_of(ws, cid)
-        speeds.append((cid, None if _failed(c, _done(ws.latest_report("rubric", candidate_id=cid)))
-                       else _speedup(c)))
+        speeds.append((cid, None if _failed(c, _rubric_of(ws, cid)) else _speedup(c)))
     stagnant = []
     for i, (cid, s) in enumerate(speeds):
         best_before = max((x for _, x in speeds[:i] if x is not None), default=None)
@@ -361,7 +365,7 @@ def save_plan(task_id: str, plan: str) -> str:
     ws.set_plan(task_id, plan)
     ws.add_report("plan", {"status": "done", "plan": plan}, task_id=task_id)
     task = ws.task(task_id)
-    ref_profile = _done(ws.latest_report("profile_reference", task_id=task_id))
+    ref_profile = _reference_profile_of(ws, task_id)
     from stitch_mcp.score.runtime import reference_shares
 
     shares, source = reference_shares(task, ref_profile)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from stitch_mcp.errors import NotFound
 from stitch_mcp.models import CandidateRecord, Route, TaskRecord
@@ -51,6 +52,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished_at REAL, error TEXT, result TEXT);
 """
 
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
 
 # columns added after the first release: (table, column, declaration), added to older databases
 _ADDED_COLUMNS = [("reports", "session", "TEXT"), ("routes", "session", "TEXT")]
@@ -237,6 +242,22 @@ class Workspace:
         rows = self._all(f"SELECT body FROM reports WHERE {where} ORDER BY created_at DESC, report_id DESC LIMIT 1",
                          tuple(args))
         return json.loads(rows[0]["body"]) if rows else None
+
+    def finished_report(self, kind: str, model: type[M], *, task_id: str | None = None,
+                        candidate_id: str | None = None) -> M | None:
+        """The newest report of a kind, read as the model it was stored from; None when there is none
+        or it is still running. A body that does not read as the model (stored by an older version, or
+        by hand) is None too, with a warning: routing and the rubric go on without it rather than guess
+        from a dict."""
+        body = self.latest_report(kind, task_id=task_id, candidate_id=candidate_id)
+        if body is None or (isinstance(body, dict) and body.get("status") == "running"):
+            return None
+        try:
+            return model.model_validate(body)
+        except ValidationError:
+            log.warning("stored %s report of %s does not read as a %s; going on without it", kind,
+                        candidate_id if candidate_id is not None else task_id, model.__name__)
+            return None
 
     def reports(self, *, task_id: str | None = None, candidate_id: str | None = None) -> list[dict[str, Any]]:
         col, val = ("candidate_id", candidate_id) if candidate_id is not None else ("task_id", task_id)

@@ -357,3 +357,39 @@ def test_routing_reads_the_check_as_its_model_and_an_unreadable_one_as_unverifie
     given = check("fail", eager=None, compiled=None, bad_trials=1)
     r = route_after(task.task_id, cand.candidate_id, check=given)  # the report just made wins over the store
     assert r.decision == "fix" and r.reasons[0] == "compile_and_check fail"
+
+
+def test_routing_skips_an_unreadable_kernel_profile_or_rubric_with_a_warning(ws, caplog):
+    """A stored profile_kernel or rubric that does not read as its model (an older version's) is
+    skipped with a warning: a rubric that says "hack" in a malformed body is no verdict, a malformed
+    profile is no profile. Routing still answers, and a valid KernelProfile's suggestions reach the
+    feedback."""
+    task = ws.add_task(RELU_REF)
+    c1 = submit(ws, task, variant(NAIVE, 1), check(eager=0.97, compiled=0.96))
+    ws.add_report("rubric", {"verdict": "hack", "overall": 7.0}, task_id=task.task_id,
+                  candidate_id=c1.candidate_id)
+    c2 = submit(ws, task, variant(NAIVE, 2), check("fail", None, None, ok_trials=2, bad_trials=1))
+    with caplog.at_level("WARNING", logger="stitch_mcp.store"):
+        r2 = route_after(task.task_id, c2.candidate_id)
+    assert r2.decision == "fix"  # the parent's unreadable "hack" is not a failed attempt: no replan
+    assert any("rubric report of " + c1.candidate_id in m and "RubricReport" in m for m in caplog.messages)
+
+    c3 = submit(ws, task, variant(NAIVE, 3), check(eager=0.97, compiled=0.96))
+    ws.add_report("profile_kernel", {"kernels": [{"suggestions": "use float4"}]}, task_id=task.task_id,
+                  candidate_id=c3.candidate_id)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="stitch_mcp.store"):
+        r3 = route_after(task.task_id, c3.candidate_id)
+    assert r3.decision == "refine" and "profile_kernel not consulted yet on this task" in r3.reasons
+    assert r3.feedback[0].startswith("[profile] Run profile_kernel on this candidate")
+    assert any("profile_kernel report of " + c3.candidate_id in m and "KernelProfile" in m for m in caplog.messages)
+
+    ws.add_report("profile_kernel", KernelProfile(candidate_id=c3.candidate_id, kernels=[KernelDigest(
+        name="relu_kernel(float const*, float*, long)", duration_us=100.0, bound="memory-bound",
+        suggestions=[Suggestion(rank=1, text="Use 16-byte vectorized loads", metric="dram__throughput",
+                                value="80%", doc_id="cuda-vec")])]),
+        task_id=task.task_id, candidate_id=c3.candidate_id)
+    r3 = route_after(task.task_id, c3.candidate_id)
+    assert "profile_kernel not consulted yet on this task" not in r3.reasons
+    assert ("[profile] relu_kernel(float const*, float*, long): Use 16-byte vectorized loads "
+            "(dram__throughput=80%) [doc cuda-vec]") in r3.feedback

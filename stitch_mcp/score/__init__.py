@@ -44,8 +44,11 @@ from stitch_mcp import analysis as an
 from stitch_mcp.errors import UserError
 from stitch_mcp.models import (
     CandidateRecord,
+    CheckReport,
     Dimension,
     Finding,
+    KernelProfile,
+    ReferenceProfile,
     RubricDimensions,
     RubricReport,
     TaskRecord,
@@ -61,11 +64,12 @@ def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None =
     from stitch_mcp.store import get_workspace
 
     ws = get_workspace()
-    ref_profile = _finished(ws.latest_report("profile_reference", task_id=task.task_id))
+    # each stored report as its model: a missing, running or unreadable one is None (graded without it)
+    ref_profile = ws.finished_report("profile_reference", ReferenceProfile, task_id=task.task_id)
     shares, source = reference_shares(task, ref_profile)
     a = an.analyze_candidate(cand.source, task.source, shares)
-    check = _finished(ws.latest_report("check", candidate_id=cand.candidate_id))
-    kprof = ws.latest_report("profile_kernel", candidate_id=cand.candidate_id)
+    check = ws.finished_report("check", CheckReport, candidate_id=cand.candidate_id)
+    kprof = ws.finished_report("profile_kernel", KernelProfile, candidate_id=cand.candidate_id)
     split = runtime_split(a, kprof, ref_profile)
     anti = anti_hacking(a, check, split)
     cov, covered, uncovered = coverage(a, shares, source, split)
@@ -81,11 +85,6 @@ def assess(task: TaskRecord, cand: CandidateRecord, feedback: list[str] | None =
     if a.notes:
         anti.findings.extend(Finding(code="note", severity="info", confidence="certain", message=n) for n in a.notes)
     return report
-
-
-def _finished(report: dict | None) -> dict | None:
-    """A stored report, or None while it is still running."""
-    return None if report and report.get("status") == "running" else report
 
 
 def _parent(ws, cand: CandidateRecord, session: str | None) -> CandidateRecord | None:

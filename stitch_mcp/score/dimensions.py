@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from stitch_mcp import analysis as an
-from stitch_mcp.models import Dimension, Evidence, Finding
+from stitch_mcp.models import CheckReport, Dimension, Evidence, Finding, KernelProfile
 from stitch_mcp.score.keywords import keys_of
 from stitch_mcp.score.runtime import RuntimeSplit
 
@@ -85,17 +85,12 @@ def cite(line: int | None, text: str = "", file: str = an.PY) -> list[Evidence]:
     return [Evidence(file=file, line=line, text=(text or "").strip()[:200])] if (line or text) else []
 
 
-def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None) -> Dimension:
+def anti_hacking(a: an.Analysis, check: CheckReport | None, split: RuntimeSplit | None) -> Dimension:
     findings = [f for f in a.findings]
-    for f in ((check or {}).get("integrity") or {}).get("findings") or []:
-        try:
-            g = Finding.model_validate(f)
-        except ValueError:
-            continue
-        g.message = f"compile_and_check: {g.message}"
-        findings.append(g)
-    timing = (check or {}).get("timing") or {}
-    ff = timing.get("floor_fraction")
+    # copies: the check's own findings keep their wording
+    findings += [f.model_copy(update={"message": f"compile_and_check: {f.message}"})
+                 for f in (check.integrity.findings if check else [])]
+    ff = check.timing.floor_fraction if check else None
     if ff is not None and ff > 1.1 and not any("floor" in f.code for f in findings):
         findings.append(Finding(code="below_physical_floor", confidence="probable", severity="warning",
                                 message=f"the measured time is {ff:.2f}x faster than the hardware floor allows "
@@ -112,7 +107,7 @@ def anti_hacking(a: an.Analysis, check: dict | None, split: RuntimeSplit | None)
                 message=f"{py_share:.0%} of the candidate's GPU time is in PyTorch/ATen kernels the reference also "
                         f"runs; its own kernels take {split.share(split.custom):.0%}",
                 evidence=[Evidence(file="profile_kernel", text=n[:200]) for n, _, _ in top]))
-    cand_ms = ((timing.get("candidate") or {}).get("median_ms"))
+    cand_ms = check.timing.candidate.median_ms if check and check.timing.candidate else None
     if split is not None and cand_ms and not any(f.code == "decoy_kernel" for f in findings):
         # profile_kernel profiles the candidate's own kernels by default: compare one launch of each with
         # the measured time of a whole forward call
@@ -173,12 +168,12 @@ def coverage(a: an.Analysis, shares: list[tuple[str, float]], source: str,
             covered, uncovered)
 
 
-def target_of(a: an.Analysis, check: dict | None = None) -> str:
+def target_of(a: an.Analysis, check: CheckReport | None = None) -> str:
     """What the candidate is written for: the code says (CUDA C++, a GPU kernel language, C++ with no
     CUDA); with no custom code to tell, the machine it was checked on."""
     if a.target:
         return a.target
-    device = str((check or {}).get("device") or ((check or {}).get("timing") or {}).get("device") or "")
+    device = (check.device or check.timing.device) if check else ""
     return "cpu" if device.lower().startswith("cpu") else "cuda"
 
 
@@ -195,8 +190,8 @@ def fusion_reason(a: an.Analysis, covered: list[str], target: str) -> str | None
     return None
 
 
-def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[str], check: dict | None,
-                kprof: dict | None) -> tuple[Dimension, list[str]]:
+def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[str], check: CheckReport | None,
+                kprof: KernelProfile | None) -> tuple[Dimension, list[str]]:
     """The dimension and the expected techniques still missing (for feedback)."""
     findings: list[Finding] = []
     target = target_of(a, check)
@@ -244,8 +239,8 @@ def engineering(a: an.Analysis, shares: list[tuple[str, float]], covered: list[s
     return Dimension(score=max(0.0, min(1.0, score)), weight=WEIGHTS["cuda_engineering"], findings=findings), missing
 
 
-def _expect_from_profile(expected: list[str], kprof: dict | None, workload: str, n_ops: int) -> None:
-    bounds = {k.get("bound") for k in (kprof or {}).get("kernels") or [] if k.get("bound")}
+def _expect_from_profile(expected: list[str], kprof: KernelProfile | None, workload: str, n_ops: int) -> None:
+    bounds = {k.bound for k in kprof.kernels if k.bound} if kprof else set()
     if "memory-bound" in bounds and "vectorized_access" not in expected:
         expected.append("vectorized_access")
     if "compute-bound" in bounds and workload == "gemm" and "tensor_cores" not in expected:
@@ -264,27 +259,25 @@ FP32_TENSOR_CORES = ("on this fp32 task keep fp32 accuracy: 3xTF32 (split each o
                      "CUBLAS_COMPUTE_32F; plain TF32/BF16 is a precision downgrade under the rules")
 
 
-def _open_suggestions(kprof: dict | None, have: set[str], fp32_task: bool) -> list[Finding]:
+def _open_suggestions(kprof: KernelProfile | None, have: set[str], fp32_task: bool) -> list[Finding]:
     """profile_kernel's suggestions the code does not act on yet, worded within the task's rules."""
     out = []
-    for k in (kprof or {}).get("kernels") or []:
-        for s in (k.get("suggestions") or [])[:3]:
-            text = s.get("text") or ""
+    for k in kprof.kernels if kprof else []:
+        for s in k.suggestions[:3]:
+            text = s.text
             asked = keys_of(text)
             if asked and not (asked & (have | {"no_fallback", "launch_config", "current_stream"})):
                 if fp32_task and _TF32_SUGGESTION.search(text) and "3xTF32" not in text:
                     text = f"{text.rstrip('.')}; {FP32_TENSOR_CORES}"
                 out.append(Finding(code="profile_suggestion_open", severity="info", confidence="possible",
-                                   message=f"profile_kernel suggested: {text}", doc_id=s.get("doc_id"),
-                                   evidence=cite(None, f"{k.get('name', '')}: {s.get('metric', '')} "
-                                                       f"{s.get('value', '')}", "profile_kernel")))
+                                   message=f"profile_kernel suggested: {text}", doc_id=s.doc_id,
+                                   evidence=cite(None, f"{k.name}: {s.metric} {s.value}", "profile_kernel")))
     return out
 
 
-def _efficiency(check: dict | None, kprof: dict | None) -> float | None:
-    ff = ((check or {}).get("timing") or {}).get("floor_fraction")
+def _efficiency(check: CheckReport | None, kprof: KernelProfile | None) -> float | None:
+    ff = check.timing.floor_fraction if check else None
     if ff is not None:
-        return max(0.0, min(1.0, float(ff)))
-    vals = [float(k["roofline_pct"]) / 100 for k in (kprof or {}).get("kernels") or []
-            if k.get("roofline_pct") is not None]
+        return max(0.0, min(1.0, ff))
+    vals = [k.roofline_pct / 100 for k in (kprof.kernels if kprof else []) if k.roofline_pct is not None]
     return max(0.0, min(1.0, sum(vals) / len(vals))) if vals else None

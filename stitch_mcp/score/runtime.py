@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from stitch_mcp import analysis as an
-from stitch_mcp.models import TaskRecord
+from stitch_mcp.models import KernelProfile, ReferenceProfile, TaskRecord
 
 
 _ATEN_KERNEL = re.compile(r"at::native|at_cuda_detail|\bat::|elementwise_kernel|reduce_kernel|cunn_|softmax_warp|"
@@ -23,16 +23,14 @@ _LIB_KERNEL = re.compile(r"gemm|cutlass|cublas|xmma|cudnn|implicit_convolve|wino
                          r"turing_|hopper_|nchwToNhwc|nhwcToNchw|splitKreduce|cub::", re.I)
 
 
-def reference_shares(task: TaskRecord, ref_profile: dict | None) -> tuple[list[tuple[str, float]], str]:
+def reference_shares(task: TaskRecord, ref_profile: ReferenceProfile | None) -> tuple[list[tuple[str, float]], str]:
     """(canonical op, share of the reference's GPU time), and where the numbers come from."""
-    ops = (ref_profile or {}).get("ops") or []
     shares: dict[str, float] = {}
-    for row in ops:
-        name, share = row.get("name") or "", float(row.get("share") or 0.0)
-        op = an.canonical_op(name)
+    for row in ref_profile.ops if ref_profile else []:
+        op = an.canonical_op(row.name)
         if not op or op in an.GLUE:
             continue
-        shares[op] = shares.get(op, 0.0) + share
+        shares[op] = shares.get(op, 0.0) + row.share
     total = sum(shares.values())
     if shares and total > 0:
         return sorted(((k, v / total) for k, v in shares.items()), key=lambda x: -x[1]), "profile_reference"
@@ -57,25 +55,21 @@ class RuntimeSplit:
         return part / self.total if self.total > 0 else 0.0
 
 
-def runtime_split(a: an.Analysis, kprof: dict | None, ref_profile: dict | None) -> RuntimeSplit | None:
+def runtime_split(a: an.Analysis, kprof: KernelProfile | None,
+                  ref_profile: ReferenceProfile | None) -> RuntimeSplit | None:
     """Which kernels ran in the candidate's profile and whose they are: its own, a library it calls
     directly, or PyTorch/ATen (including library kernels the reference launches and the candidate
     does not call directly). duration_us is taken per launch and multiplied by launches."""
-    if not kprof or kprof.get("status") == "running":
+    if kprof is None or kprof.status == "running" or not (kprof.kernels or kprof.other_kernels):
         return None
-    kernels = kprof.get("kernels") or []
-    if not kernels and not kprof.get("other_kernels"):
-        return None
-    ref_kernels = {k.get("name", "") for k in (ref_profile or {}).get("kernels") or []}
+    ref_kernels = {k.name for k in ref_profile.kernels} if ref_profile else set()
     own = set(a.kernels)
     rows, launches = [], []
-    for k in kernels:
-        name = k.get("name") or ""
-        n = max(1, int(k.get("launches") or 1))
-        rows.append((name, float(k.get("duration_us") or 0.0) * n, _kernel_class(name, own, ref_kernels,
-                                                                                bool(a.libraries))))
+    for k in kprof.kernels:
+        n = max(1, k.launches)
+        rows.append((k.name, (k.duration_us or 0.0) * n, _kernel_class(k.name, own, ref_kernels, bool(a.libraries))))
         launches.append(n)
-    for name in kprof.get("other_kernels") or []:
+    for name in kprof.other_kernels:
         rows.append((name, 0.0, _kernel_class(name, own, ref_kernels, bool(a.libraries))))
         launches.append(1)
     total = sum(t for _, t, _ in rows)
