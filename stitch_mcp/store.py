@@ -12,7 +12,6 @@ candidates against each other's feedback, even when they submit the same source.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -90,8 +89,9 @@ class Workspace:
         # one process at a time sets the workspace up: processes opening a new one together (Ray
         # tasks, eval's jobs) otherwise met "database is locked" on the WAL switch and added the
         # same column twice
-        with open(self.path.with_name(self.path.name + ".init.lock"), "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        from filelock import FileLock
+
+        with FileLock(self.path.with_name(self.path.name + ".init.lock")):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=30000")
             self._db.executescript(SCHEMA)
