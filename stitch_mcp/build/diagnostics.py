@@ -177,6 +177,3 @@ def parse_diagnostics(text: str, smap: SourceMap | None = None, limit: int = 20)
     found.sort(key=lambda t: (t[0], t[1]))
     return [d for _, _, d in found[:limit]]
 
-
-def tail(text: str, n: int = 4000) -> str:
-    return text if len(text) <= n else "...\n" + text[-n:]

@@ -284,8 +284,6 @@ def _fusion_findings(trace: Trace, rows: list[OpRow]) -> list[Finding]:
         prev = _prev_heavy(ops, chain[0])
         ms = _chain_ms(chain, by_name)
         where = f" after {op_base(prev.name).split('::')[-1]}" if prev else ""
-        if len(chain) == 1 and not prev:
-            continue
         out.append(Finding(
             code="fusion_candidate", severity="info", confidence="probable",
             message=f"fuse {' -> '.join(names)}{where} into one kernel"

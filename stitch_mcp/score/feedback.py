@@ -14,7 +14,6 @@ from stitch_mcp.models import CandidateRecord, Dimension, Finding
 from stitch_mcp.score.dimensions import (
     FALLBACK_CODES,
     FUSION_KEY,
-    LIBRARY_TECHNIQUES,
     WEIGHTS,
     cite,
     fusion_reason,
@@ -78,8 +77,6 @@ def skill_compliance(cand: CandidateRecord, parent: CandidateRecord | None, feed
     target = target_of(a)
     if fusion_reason(a, covered, target):
         now_keys.add(FUSION_KEY[target])
-    if a.libraries:
-        now_keys |= {k for k in LIBRARY_TECHNIQUES if k in now_keys}
     sides = _Sides(now=a, before=before, now_keys=now_keys, before_keys=before_keys,
                    now_fb={f.code for f in _fallback_findings(a)},
                    before_fb={f.code for f in _fallback_findings(before)},
