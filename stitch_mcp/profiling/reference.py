@@ -173,13 +173,12 @@ def _run(used: str, work: Path, ref_path: Path, iterations: int, timeout_s: floa
     meta = json.loads((work / "meta.json").read_text())
     progress.update(2, 4, "parsing the trace")
     if used == "nsys":
-        from stitch_mcp.cuda_tools import find_tool
         from stitch_mcp.profiling.nsys import parse_sqlite
 
         rep = next(iter(work.glob("report*.nsys-rep")), None)
         if rep is None:
             raise UserError(f"nsys wrote no report. Output tail:\n{tail(res.output, 1500)}")
-        exp = run_group([find_tool("nsys") or "nsys", "export", "--type", "sqlite", "--force-overwrite", "true",
+        exp = run_group([prefix[0], "export", "--type", "sqlite", "--force-overwrite", "true",
                          "-o", str(work / "report.sqlite"), str(rep)], timeout_s=timeout_s, cwd=work,
                         progress=progress, log_path=work / "export.log")
         if exp.returncode != 0 or not (work / "report.sqlite").exists():
