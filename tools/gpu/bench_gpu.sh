@@ -23,12 +23,8 @@ mkdir -p "$OUT"
 if [ "${1:-}" = prepare ]; then
   exec python3 tools/bench_suite.py --gpu --prepare
 fi
-if ! python3 -c 'import mcp, pydantic_settings' 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "missing mcp/pydantic: run ../shared/device/wheelhouse.sh here and carry .whl" >&2; exit 2; }
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONPATH=${PYTHONPATH:-$PWD}:$PWD
+. tools/gpu/carried_wheels.sh
+use_carried_wheels
 command -v ninja >/dev/null || python3 -c 'import ninja' 2>/dev/null || echo "WARNING: ninja missing" >&2
 W=.gpu/bench-work/gpu
 bench() { python3 tools/bench_suite.py --gpu --work "$W" --out "$OUT" --resume "$@" 2> >(tail -40 >&2); }

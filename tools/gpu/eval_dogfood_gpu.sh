@@ -24,22 +24,13 @@ G=.gpu/eval
 OUT=${OUT:-$ROOT/.gpu/eval_dogfood/out}
 T0=$(date +%s)
 export PYTHONUNBUFFERED=1
+. tools/gpu/carried_wheels.sh
 
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "[eval_dogfood +$(elapsed)s] $*"; }
 
 setup_env() {
-  if ! python3 -c 'import mcp, pydantic, pydantic_settings, rich' 2>/dev/null; then
-    if ls .whl/*.whl >/dev/null 2>&1; then
-      say "installing the carried wheels into /tmp/site"
-      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site:$ROOT || { echo "wheel install failed" >&2; exit 2; }
-    else
-      echo "mcp/pydantic missing and no .whl/ here: run ../shared/device/wheelhouse.sh and carry .whl" >&2; exit 2
-    fi
-  else
-    export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-  fi
+  use_carried_wheels
   export STITCH_DATA_DIR=${STITCH_DATA_DIR:-$ROOT/.gpu/eval_dogfood/data}
   export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-$ROOT/.gpu/eval_dogfood/cache}
   export STITCH_ALLOWED_ROOTS=$ROOT:/tmp

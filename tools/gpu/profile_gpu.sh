@@ -25,15 +25,8 @@ prepare)
 run)
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/bench" "$OUT/keep"
   export PYTHONUNBUFFERED=1
-  if ! python3 -c 'import pydantic_settings, mcp' 2>/dev/null; then
-    if ls .whl/*.whl >/dev/null 2>&1; then
-      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-      export PYTHONPATH=/tmp/site:$PWD
-    else
-      echo "missing pydantic/pydantic-settings/mcp: run ../shared/device/wheelhouse.sh here and carry .whl" >&2; exit 2
-    fi
-  fi
-  export PYTHONPATH=${PYTHONPATH:-$PWD}:$PWD
+  . tools/gpu/carried_wheels.sh
+  use_carried_wheels
   export STITCH_DATA_DIR=$PWD/.gpu/data STITCH_CACHE_DIR=$PWD/.gpu/cache STITCH_ALLOWED_ROOTS=$PWD:/tmp
   export STITCH_PROFILE_KEEP=$OUT/keep
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

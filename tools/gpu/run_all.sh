@@ -9,12 +9,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
-if ! python3 -c 'import mcp, pydantic_settings' 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || exit 2
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONPATH=${PYTHONPATH:-$PWD}:$PWD
+. tools/gpu/carried_wheels.sh
+use_carried_wheels
 export STITCH_DATA_DIR=$PWD/.gpu/data STITCH_CACHE_DIR=$PWD/.gpu/cache STITCH_ALLOWED_ROOTS=$PWD:/tmp:$OUT
 L=$OUT/logs; mkdir -p "$L"
 LIMIT=${LIMIT:-560}
