@@ -217,7 +217,8 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
         manifest = {"extensions": []}  # nothing to build: straight to the run stage
     early_baselines = None
     if manifest is None and timing and compare_compile and _cuda_possible() \
-            and not _cached_baselines(ws, task.task_id, settings.timing_iters):  # torch.compile's, cached
+            and not any(b.get("compiled") or b.get("compile_note")
+                        for b in _cached_baselines(ws, task.task_id, settings.timing_iters).values()):
         early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, {}, progress)
     if manifest is not None:
         report.build = BuildReport(ok=True, cached=True, extensions=[
@@ -651,10 +652,11 @@ def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
     for dev, b in (body.get("devices") or {}).items():
         if not isinstance(b, dict) or b.get("timing_iters") != timing_iters:
             continue
-        eager, compiled = (valid_records(MeasuredTimes, [b.get(k)]) for k in ("eager", "compiled"))
-        if eager:
-            cached[dev] = {**b, "eager": eager[0].model_dump(),
-                           "compiled": compiled[0].model_dump() if compiled else None}
+        eager, compiled, room = (valid_records(MeasuredTimes, [b.get(k)]) for k in ("eager", "compiled", "eager_room"))
+        if eager or room:
+            cached[dev] = {**b, "eager": eager[0].model_dump() if eager else None,
+                           "compiled": compiled[0].model_dump() if compiled else None,
+                           "eager_room": room[0].model_dump() if room else None}
     return cached
 
 
@@ -698,18 +700,36 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
     return thread
 
 
+def _eager_room(out: RunStageResult | BaselineStageResult, cached: dict | None) -> dict | None:
+    """The eager room's time alone (judge.timing.eager_agrees) to cache, if any: only from a check
+    with no finding, and only lower than the cached one, so that no candidate (nor a host busy for
+    a while) can raise the time that later checks' eager is held to."""
+    alone = out.timing.eager_alone if isinstance(out.timing, RunTiming) else None
+    if alone is None or out.findings or not all(t.ok for t in out.trials):
+        return None
+    if cached and cached.get("median_ms", float("inf")) <= alone.median_ms:
+        return None
+    return alone.model_dump()
+
+
 def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult, timing_iters: int) -> None:
     """Cache the baselines a judge (or the baseline worker) timed with no candidate process alive;
     never the eager time measured beside a candidate."""
     if out.timing is None:
         return
     clean = out.timing.clean_baselines if isinstance(out.timing, RunTiming) else out.timing
-    if clean is None:
-        return
     body = ws.latest_report("baseline", task_id=task_id) or {}
     devices = dict(body.get("devices") or {})
-    devices[out.device] = {"eager": clean.eager.model_dump(),
-                           "compiled": clean.compiled.model_dump() if clean.compiled else None,
-                           "compile_note": clean.compile_note, "timing_iters": timing_iters,
-                           "measured_at": time.time()}
+    record = dict(devices.get(out.device) or {}) if (devices.get(out.device) or {}).get("timing_iters") == \
+        timing_iters else {}
+    room = _eager_room(out, record.get("eager_room"))
+    if clean is None and room is None:
+        return
+    if clean is not None:
+        record.update({"eager": clean.eager.model_dump(),
+                       "compiled": clean.compiled.model_dump() if clean.compiled else None,
+                       "compile_note": clean.compile_note})
+    if room is not None:
+        record["eager_room"] = room
+    devices[out.device] = {**record, "timing_iters": timing_iters, "measured_at": time.time()}
     ws.add_report("baseline", {"devices": devices}, task_id=task_id)

@@ -110,6 +110,7 @@ class RoomClient:
         self.baseline_threads = 0
         self.closed = False
         self.attached = 0  # shared regions this room has mapped
+        self._loading: Load | None = None  # the Load sent, whose answer `loaded` takes
 
     # -------------------------------------------------------------- start and end
 
@@ -188,12 +189,20 @@ class RoomClient:
     def ask(self, command: BaseModel, fds: list[int] | None = None, deadline_s: float = CALL_S) -> Any:
         """Send a command, return the room's reply; a Failed reply raises StageError (the
         candidate's own failure), a broken door raises RoomGone (how the room ended)."""
-        if self.ready is None:
-            self.ready = self._receive(READY_S, Ready)
+        self.send(command, fds)
+        return self.answer(command, deadline_s)
+
+    def send(self, command: BaseModel, fds: list[int] | None = None) -> None:
+        """The first half of `ask`: other work may go on before `answer` takes the reply. A room
+        still starting (importing torch) finds the command waiting when it is ready."""
         try:
             self.door.send(command, fds)
         except DoorClosed as exc:
             raise self._gone(str(exc), timed_out=False) from None
+
+    def answer(self, command: BaseModel, deadline_s: float = CALL_S) -> Any:
+        if self.ready is None:
+            self.ready = self._receive(READY_S, Ready)
         reply = self._receive(deadline_s, None)
         if isinstance(reply, Failed):
             raise _candidate_failure(reply)
@@ -243,17 +252,27 @@ class RoomClient:
         return RoomGone("os_exit", f"the candidate's process exited (status {code}) without reporting a result "
                                    f"({why}): os._exit or sys.exit called by the candidate, or a fatal error")
 
-    def load(self, spec: dict[str, Any], device: str, init_args: list[Any], n_inputs: int | None = None) -> Loaded:
+    def load(self, device: str, init_args: list[Any], n_inputs: int | None = None) -> Loaded:
+        self.send_load(device, init_args, n_inputs)
+        return self.loaded()
+
+    def send_load(self, device: str, init_args: list[Any], n_inputs: int | None = None) -> None:
+        """Ask the room to import its program and build its model; `loaded` takes the answer, so
+        two rooms can load (and start CUDA) at once."""
         prebuilt, fds = _prebuilt(Path(self.build_root))
+        self._loading = Load(program="program.py", model_class=self.model_class, init_args=init_args,
+                             n_inputs=n_inputs, device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                             prebuilt=prebuilt)
         try:
-            loaded = self.ask(Load(program="program.py", model_class=self.model_class, init_args=init_args,
-                                   n_inputs=n_inputs, device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-                                   prebuilt=prebuilt), fds, deadline_s=max(self.deadline - time.monotonic(), 1.0))
+            self.send(self._loading, fds)
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def loaded(self) -> Loaded:
+        reply = self.answer(self._loading, deadline_s=max(self.deadline - time.monotonic(), 1.0))
         self.baseline_threads = self._threads()
-        return loaded
+        return reply
 
     def build(self, deadline_s: float) -> Loaded:
         """Import the candidate without building its model: its extensions are built (into the

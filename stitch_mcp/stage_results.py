@@ -119,6 +119,7 @@ class RunTiming(_Strict):
     candidate: MeasuredTimes
     eager: MeasuredTimes
     eager_note: str = ""  # eager timed alone was lower than beside the candidate
+    eager_alone: MeasuredTimes | None = None  # the reference's room timed with no candidate alive: check.py caches it
     eager_block_spread: float
     candidate_block_spread: float
     bracket: TimingBracket

@@ -17,6 +17,7 @@ from timeout_report import record_wait
 from stitch_mcp.check import compile_and_check, trial_plan
 from stitch_mcp.config import configure, get_settings
 from stitch_mcp.errors import UserError
+from stitch_mcp.jobs import Progress
 from stitch_mcp.store import get_workspace
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -105,6 +106,37 @@ def test_eager_is_timed_beside_every_candidate():
     assert r.verdict == "pass", r.summary
     assert r.timing.eager is not None and r.timing.eager_block_spread is not None
     assert not r.timing.baselines_cached
+
+
+def _set_eager_room(task_id: str, median_ms: float) -> None:
+    ws = get_workspace()
+    body = ws.latest_report("baseline", task_id=task_id)
+    for record in body["devices"].values():
+        record["eager_room"]["median_ms"] = median_ms
+    ws.add_report("baseline", body, task_id=task_id)
+
+
+def _eager_room(task_id: str) -> float:
+    return next(iter(get_workspace().latest_report("baseline", task_id=task_id)["devices"].values()))[
+        "eager_room"]["median_ms"]
+
+
+def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidate():
+    """A task's first check times the reference's room alone as well (the candidate's room ended) and
+    caches that time; a later check whose eager beside the candidate is within 2% of it skips that
+    step, one whose eager is slower times it alone again, and the cached time never goes up."""
+    def timed(progress):
+        r = check("ref_scale", "cand_scale_ok", timing=True, progress=progress)
+        assert r.verdict == "pass", r.summary
+        return r, "timing eager alone" in progress.messages
+
+    r, _ = timed(Progress())
+    assert _eager_room(r.task_id) > 0, "the task's first clean check cached its eager time alone"
+    _set_eager_room(r.task_id, 1e9)  # anything beside the candidate agrees with it
+    assert timed(Progress())[1] is False
+    _set_eager_room(r.task_id, 1e-9)  # nothing does
+    assert timed(Progress())[1] is True
+    assert _eager_room(r.task_id) == 1e-9, "a higher time alone never replaces a lower cached one"
 
 
 def test_unpredictable_seed_in_every_plan():

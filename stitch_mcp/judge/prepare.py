@@ -9,6 +9,7 @@ buffers and hand the room the new ones; trials and timing use them alike.
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,39 +44,42 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
 
 
-def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack) -> Prepared:
+def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack,
+            rooms: dict[str, RoomClient]) -> Prepared:
     """The reference imported, its first inputs made, its model built and warmed up. On a GPU the
-    check's share of the card's memory is entered into `hold` before anything is allocated there."""
+    check's share of the card's memory is entered into `hold` before anything is allocated there.
+    The rooms are asked to load their programs as soon as that share is held: they import, start
+    CUDA and build their models while the judge starts CUDA and builds and warms up its reference."""
     import torch
 
-    from stitch_mcp.events import stage
-    from stitch_mcp.gpu_memory import BATCH_BYTES, estimate_need, held
-    from stitch_mcp.loader import build_model, import_program, make_inputs
+    from stitch_mcp.loader import build_model, make_inputs
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    res["device"] = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    res["device_kind"] = device
-    try:
-        ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
-    except BaseException as exc:
-        raise StageError("reference_error", f"importing the reference failed: {type(exc).__name__}: {exc}") from None
-    for need in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(ref_mod, need):
-            raise StageError("reference_error", f"the reference defines no {need}")
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # through NVML: CUDA has not started yet
+    ref_mod = _reference(spec)
     init_args = _init_args(ref_mod)
     if device == "cuda":
-        need_bytes = None if spec.get("whole_card") else \
-            estimate_need(torch, ref_mod, init_args, BATCH_BYTES if spec.get("timing") else 0)
-        res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
-        res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
+        _hold_memory(torch, spec, res, hold, ref_mod, init_args)
+    # on the meta device (warm in a spare worker; on the CPU path its first use would cost more than it saves)
+    counted = _input_count(torch, ref_mod) if device == "cuda" else None
+    if counted is not None:
+        _send_loads(rooms, device, init_args, counted)
+    t0 = time.monotonic()
+    res["device"] = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    res["device_kind"] = device
+    res["stage_seconds"]["judge_cuda_init"] = round(time.monotonic() - t0, 4)
     try:
         first = make_inputs(ref_mod, device, spec["plan"][0][0])
         ref_model = build_model(ref_mod.Model, init_args, device)
     except BaseException as exc:
         raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
                                             f"{type(exc).__name__}: {exc}") from None
+    if counted is None:
+        _send_loads(rooms, device, init_args, len(integ.flatten(first)))
+    elif counted != len(integ.flatten(first)):
+        raise StageError("reference_error", f"the reference's get_inputs() returns {counted} inputs on the meta "
+                                            f"device and {len(integ.flatten(first))} on {device}")
     with torch.no_grad():
         warm = reference_output(ref_model, first)
     flat = integ.flatten(warm)
@@ -89,6 +93,46 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     p.inputs = p.arena.layout(integ.flatten(first))
     p.outputs = p.arena.layout(flat)
     return p
+
+
+def _reference(spec: dict[str, Any]):
+    from stitch_mcp.loader import import_program
+
+    try:
+        ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
+    except BaseException as exc:
+        raise StageError("reference_error", f"importing the reference failed: {type(exc).__name__}: {exc}") from None
+    for need in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(ref_mod, need):
+            raise StageError("reference_error", f"the reference defines no {need}")
+    return ref_mod
+
+
+def _hold_memory(torch, spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack, ref_mod,
+                 init_args: list[Any]) -> None:
+    """The check's share of the card's memory (stitch_mcp.gpu_memory), held until `hold` ends."""
+    from stitch_mcp.events import stage
+    from stitch_mcp.gpu_memory import BATCH_BYTES, estimate_need, held
+
+    t0 = time.monotonic()
+    need_bytes = None if spec.get("whole_card") else \
+        estimate_need(torch, ref_mod, init_args, BATCH_BYTES if spec.get("timing") else 0)
+    res["stage_seconds"]["memory_estimate"] = round(time.monotonic() - t0, 4)
+    res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
+    res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
+
+
+def _input_count(torch, ref_mod) -> int | None:
+    try:
+        with torch.device("meta"):
+            return len(integ.flatten(list(ref_mod.get_inputs())))
+    except Exception:
+        return None
+
+
+def _send_loads(rooms: dict[str, RoomClient], device: str, init_args: list[Any], n_inputs: int) -> None:
+    for name, room in rooms.items():
+        room.send_load(device, plain_values(init_args), n_inputs=n_inputs if name == "candidate" else None)
 
 
 def _init_args(ref_mod) -> list[Any]:
@@ -107,9 +151,10 @@ def reference_output(ref_model, inputs: list[Any]):
         raise StageError("reference_error", f"reference forward raised {type(exc).__name__}: {exc}"[:3000]) from None
 
 
-def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> None:
-    init_args = plain_values(p.init_args)
-    loaded = room.load(spec, p.device, init_args, n_inputs=len(p.inputs))
+def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> Call:
+    """The candidate's room's answer to the Load that `prepare` sent, its weights shared, and a
+    first call sent (returned: `room.answer` waits for it)."""
+    loaded = room.loaded()
     publish_build(room.workdir / "build", Path(spec["build_root"]))  # what it built on first use
     res["extensions"] = [e.model_dump() for e in valid_records(BuiltExtension, loaded.extensions)]  # the room's account
     res["stage_seconds"]["room_load"] = loaded.build_s
@@ -127,7 +172,20 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 
     stage("first_call")
     attach(p, room)
-    room.call(Call(args=put_inputs(p, p.first_inputs), outputs=[]))
+    first = Call(args=put_inputs(p, p.first_inputs), outputs=[])
+    room.send(first)
+    return first
+
+
+def load_reference(p: Prepared, room: RoomClient, first: Call) -> None:
+    """The reference's room (timing's eager baseline), loading since `prepare`: its model gets the
+    weights the candidate's got and it is sent the candidate's first call (the same inputs, already
+    in the shared buffers), all before the lease; `room.answer(first)` waits for it."""
+    room.loaded()
+    if p.state:
+        share_state(p, room)
+    attach(p, room)
+    room.send(first)
 
 
 def plain_values(values: list[Any]) -> list[Any]:
