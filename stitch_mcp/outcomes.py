@@ -1,6 +1,7 @@
 """How a child process ended, as its parent sees it: the signal that killed it, its output (head
-and tail kept, a flood cut off), and what it reported (`WorkerResult`). Shared by the worker's
-parent side and the judge's rooms, which must not import each other.
+and tail kept, a flood cut off), and what it reported (`WorkerResult`); and the malloc settings
+every worker and room starts with. Shared by the worker's parent side and the judge's rooms, which
+must not import each other.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stitch_mcp.stage_results import StageResult
+
+# glibc's malloc returns a large block to the system when it is freed (mmap'd above a threshold it
+# moves as it goes), so each call's fresh output of a CPU tensor page-faults in again, or not,
+# depending on what came before: torch.relu over 4M floats took 0.5 or 3.3 ms by turns on a
+# 2-core host. Fixed thresholds keep a room's and a judge's freed blocks for reuse; both rooms
+# (candidate and eager) run under the same ones. A GLIBC_TUNABLES of the user's own stands.
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
 
 HEAD_BYTES = 4_000
 TAIL_BYTES = 12_000

@@ -54,6 +54,22 @@ def test_a_spare_starts_its_stage_like_a_fresh_worker(tmp_path, one_spare, monke
     assert got["stdin"] == ""  # nothing of the parent's to read
 
 
+def test_timed_processes_keep_freed_memory_for_reuse(tmp_path):
+    """Workers and rooms start with fixed malloc thresholds (outcomes.MALLOC_TUNABLES): a freed large
+    block stays mapped, so a CPU op's fresh output does not page-fault in again on some calls and
+    not on others (torch.relu over 4M floats: 0.5 or 3.3 ms by turns without them)."""
+    from stitch_mcp.judge_room import RoomClient
+    from stitch_mcp.outcomes import MALLOC_TUNABLES
+
+    r = selftest(tmp_path, "malloc_keeps_freed")
+    assert r.ok and r.result["kept"], r.message
+    room = RoomClient.spawn(tmp_path / "rooms", gpu=False)
+    try:
+        assert room.command.popen_kwargs()["env"]["GLIBC_TUNABLES"] == MALLOC_TUNABLES
+    finally:
+        room.close()
+
+
 def test_crashes_in_a_spare_are_classified(tmp_path, one_spare):
     selftest(tmp_path, "ok", "warm")  # leaves a spare for the next
     for action, kind in (("segfault", "segfault"), ("exit", "os_exit"), ("raise", "illegal_memory_access")):
