@@ -92,6 +92,8 @@ def _check_row(name: str, label: str, ref: Path, path: Path, args) -> dict:
            "speedup_vs_compile": r.speedup_vs_compile, "build_cached": r.build.cached,
            "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
            "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
+           "candidate_min_ms": r.timing.candidate.min_ms if r.timing.candidate else None,
+           "eager_min_ms": r.timing.eager.min_ms if r.timing.eager else None,
            "compiled_ms": r.timing.compiled.median_ms if r.timing.compiled else None,
            "extension_seconds": sum(e.seconds for e in r.build.extensions),
            "kernel_headers": [e.kernel_header for e in r.build.extensions],
