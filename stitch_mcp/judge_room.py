@@ -47,7 +47,7 @@ from stitch_mcp.door import (
     Run,
 )
 from stitch_mcp.crashes import classify_error_text
-from stitch_mcp.outcomes import MALLOC_TUNABLES, _Capture, describe_signal
+from stitch_mcp.outcomes import _Capture, describe_signal, malloc_env
 from stitch_mcp.stage_results import BuiltExtension, CompilerDiagnostic, RoomReport, valid_records
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +127,7 @@ class RoomClient:
                     "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
                     "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),  # see below
                     "STITCH_ROOM": "1",  # devices.py: a room of ours on the GPU is not foreign work
-                    "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", MALLOC_TUNABLES),
+                    **malloc_env(),
                     "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
         # OMP_WAIT_POLICY: OpenMP threads that spin after each parallel region take the cores from
         # the other room and the judge, which take turns with it: on a 2-core host a 256 KB relu

@@ -18,8 +18,20 @@ from stitch_mcp.stage_results import StageResult
 # moves as it goes), so each call's fresh output of a CPU tensor page-faults in again, or not,
 # depending on what came before: torch.relu over 4M floats took 0.5 or 3.3 ms by turns on a
 # 2-core host. Fixed thresholds keep a room's and a judge's freed blocks for reuse; both rooms
-# (candidate and eager) run under the same ones. A GLIBC_TUNABLES of the user's own stands.
+# (candidate and eager) run under the same ones. A GLIBC_TUNABLES of the user's own stands. Only
+# where timing is on the host's clock (no GPU): the GPU path times on CUDA events and is left as it
+# was measured on an H100.
 MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
+
+
+def malloc_env() -> dict[str, str]:
+    """The GLIBC_TUNABLES a worker or room starts with (see MALLOC_TUNABLES); {} to leave it be."""
+    import glob
+    import os
+
+    if "GLIBC_TUNABLES" in os.environ:
+        return {"GLIBC_TUNABLES": os.environ["GLIBC_TUNABLES"]}
+    return {} if glob.glob("/dev/nvidia[0-9]*") else {"GLIBC_TUNABLES": MALLOC_TUNABLES}
 
 HEAD_BYTES = 4_000
 TAIL_BYTES = 12_000

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
-from stitch_mcp.outcomes import MALLOC_TUNABLES, WorkerResult, _Capture, describe_signal  # noqa: F401  (re-exported)
+from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
 from stitch_mcp.events import emit, stage  # noqa: F401  (re-exported; the child side reports through them)
 from stitch_mcp.stage_results import StageResult, read_stage_result
 
@@ -121,7 +121,7 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # torch.cuda.is_available() through NVML: asking the CUDA runtime starts the driver, which then
     # ignores a CUDA_VISIBLE_DEVICES set later (a spare worker learns its GPU after importing torch)
     env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    env.setdefault("GLIBC_TUNABLES", MALLOC_TUNABLES)  # the judge's fresh inputs, as its rooms' tensors
+    env.update(malloc_env())  # the judge's fresh inputs, as its rooms' tensors
     env.update(extra or {})
     return env
 
@@ -704,9 +704,9 @@ def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
         def resident() -> int:
             with open("/proc/self/statm") as fh:
                 return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        block = bytearray(64 << 20)  # zero-filled: every page touched
+        blocks = [bytearray(64 << 20)]  # zero-filled: every page touched
         held = resident()
-        del block
+        blocks.clear()
         return {"kept": resident() > held - (32 << 20)}
     if action == "whoami":  # what a stage starts with: for the spare-worker tests
         return {"cwd": os.getcwd(), "path0": sys.path[0], "stdin": sys.stdin.read(),
