@@ -253,10 +253,6 @@ class RoomClient:
         return RoomGone("os_exit", f"the candidate's process exited (status {code}) without reporting a result "
                                    f"({why}): os._exit or sys.exit called by the candidate, or a fatal error")
 
-    def load(self, device: str, init_args: list[Any], n_inputs: int | None = None) -> Loaded:
-        self.send_load(device, init_args, n_inputs)
-        return self.loaded()
-
     def send_load(self, device: str, init_args: list[Any], n_inputs: int | None = None) -> None:
         """Ask the room to import its program and build its model; `loaded` takes the answer, so
         two rooms can load (and start CUDA) at once."""

@@ -4,10 +4,13 @@ It runs in a worker process of the server's (stitch_mcp.worker, stage "run"); th
 in a sandboxed room process (stitch_mcp.room) that the judge starts and talks to through one
 typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Read top to bottom:
 
-1. prepare   - start the room (its torch import overlaps ours), import the reference, make the
-               first inputs, build the reference model, warm it up              (judge/prepare.py)
-2. load      - the room imports the candidate and builds ModelNew; the reference's weights are
-               copied in through shared buffers                                  (judge/prepare.py)
+1. prepare   - take the two rooms (candidate, and the reference's for eager; started ahead of
+               need), import the reference, hold the check's share of GPU memory, ask the rooms
+               to load, then make the first inputs, build the reference model, warm it up
+                                                                                 (judge/prepare.py)
+2. load      - the rooms import their programs and build their models; the reference's weights
+               are copied in through shared buffers; both make a first call (lazy builds happen
+               here), all before the device lease                                (judge/prepare.py)
 3. trials    - per trial the judge draws inputs from seeds it alone knows, copies them into the
                room's input buffers, asks for one call, clones the output buffers, compares them
                with its own reference run and with its private copy of the inputs (judge/trials.py)
@@ -16,8 +19,10 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
                                                                                  (judge/trials.py)
 5. timing    - every timed call gets inputs never used before; the judge's own clock brackets
                each call (and its own work between calls) and rejects room times it contradicts;
-               some timed outputs are checked; then the room is closed and the reference timed
-               here, in a process that never loaded candidate code               (judge/timing.py)
+               some timed outputs are checked; where eager beside the candidate is slower than
+               the task's clean time, the reference's room is timed again alone once the
+               candidate's room has ended; torch.compile's baseline is timed here, in a process
+               that never loaded candidate code                                  (judge/timing.py)
 
 This module runs them in that order and holds the device lease around trials and timing.
 """
