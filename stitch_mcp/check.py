@@ -646,7 +646,8 @@ def _finish(report: CheckReport, ws, t_start: float, session: str | None = None)
 def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
     """The task's stored baselines per device, for the judge's spec. The store keeps records that
     earlier versions wrote: their times keep only the fields the run stage's result may carry
-    (stage_results.MeasuredTimes forbids others), and a record without valid eager times is left out."""
+    (stage_results.MeasuredTimes forbids others), and a record with neither valid eager times nor
+    a valid time of the eager room alone is left out."""
     body = ws.latest_report("baseline", task_id=task_id) or {}
     cached = {}
     for dev, b in (body.get("devices") or {}).items():
@@ -702,13 +703,13 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
 
 def _eager_room(out: RunStageResult | BaselineStageResult, cached: dict | None) -> dict | None:
     """The eager room's time alone (judge.timing.eager_agrees) to cache, if any: only from a check
-    with no finding, and only lower than the cached one, so that no candidate (nor a host busy for
-    a while) can raise the time that later checks' eager is held to."""
+    with no finding, and never above the cached one, so that no candidate (nor a host busy for a
+    while) can raise the time that later checks' eager is held to. Timed again, it is fresh again."""
     alone = out.timing.eager_alone if isinstance(out.timing, RunTiming) else None
     if alone is None or out.findings or not all(t.ok for t in out.trials):
         return None
     if cached and cached.get("median_ms", float("inf")) <= alone.median_ms:
-        return None
+        return cached
     return alone.model_dump()
 
 
@@ -720,8 +721,9 @@ def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult
     clean = out.timing.clean_baselines if isinstance(out.timing, RunTiming) else out.timing
     body = ws.latest_report("baseline", task_id=task_id) or {}
     devices = dict(body.get("devices") or {})
-    record = dict(devices.get(out.device) or {}) if (devices.get(out.device) or {}).get("timing_iters") == \
-        timing_iters else {}
+    record = dict(devices.get(out.device) or {})
+    if record.get("timing_iters") != timing_iters:
+        record = {}
     room = _eager_room(out, record.get("eager_room"))
     if clean is None and room is None:
         return
@@ -730,6 +732,6 @@ def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult
                        "compiled": clean.compiled.model_dump() if clean.compiled else None,
                        "compile_note": clean.compile_note})
     if room is not None:
-        record["eager_room"] = room
+        record["eager_room"], record["eager_room_at"] = room, time.time()
     devices[out.device] = {**record, "timing_iters": timing_iters, "measured_at": time.time()}
     ws.add_report("baseline", {"devices": devices}, task_id=task_id)

@@ -202,6 +202,8 @@ class RoomClient:
             raise self._gone(str(exc), timed_out=False) from None
 
     def answer(self, command: BaseModel, deadline_s: float = CALL_S) -> Any:
+        """The room's reply to `command`, sent before; the room's Ready comes first (a spare room
+        may still have been importing torch when the command was sent)."""
         if self.ready is None:
             self.ready = self._receive(READY_S, Ready)
         reply = self._receive(deadline_s, None)

@@ -108,11 +108,12 @@ def test_eager_is_timed_beside_every_candidate():
     assert not r.timing.baselines_cached
 
 
-def _set_eager_room(task_id: str, median_ms: float) -> None:
+def _set_eager_room(task_id: str, median_ms: float, age_s: float = 0.0) -> None:
     ws = get_workspace()
     body = ws.latest_report("baseline", task_id=task_id)
     for record in body["devices"].values():
         record["eager_room"]["median_ms"] = median_ms
+        record["eager_room_at"] = time.time() - age_s
     ws.add_report("baseline", body, task_id=task_id)
 
 
@@ -124,7 +125,8 @@ def _eager_room(task_id: str) -> float:
 def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidate():
     """A task's first check times the reference's room alone as well (the candidate's room ended) and
     caches that time; a later check whose eager beside the candidate is within 2% of it skips that
-    step, one whose eager is slower times it alone again, and the cached time never goes up."""
+    step, one whose eager is slower (or whose cached time is old) times it alone again, and the
+    cached time never goes up."""
     def timed(progress):
         r = check("ref_scale", "cand_scale_ok", timing=True, progress=progress)
         assert r.verdict == "pass", r.summary
@@ -134,6 +136,9 @@ def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidat
     assert _eager_room(r.task_id) > 0, "the task's first clean check cached its eager time alone"
     _set_eager_room(r.task_id, 1e9)  # anything beside the candidate agrees with it
     assert timed(Progress())[1] is False
+    _set_eager_room(r.task_id, 1e9, age_s=3600)  # but not for ever
+    assert timed(Progress())[1] is True
+    assert _eager_room(r.task_id) < 1e9, "a lower time alone replaces the cached one"
     _set_eager_room(r.task_id, 1e-9)  # nothing does
     assert timed(Progress())[1] is True
     assert _eager_room(r.task_id) == 1e-9, "a higher time alone never replaces a lower cached one"
@@ -151,6 +156,15 @@ def test_weights_are_reinitialised_and_copied():
     r = check("ref_linear", "cand_linear_ok")
     assert r.verdict == "pass", r.summary
     assert r.correctness.trials[-1].weights == "reinit"
+
+
+def test_timing_after_reinitialised_weights_runs_on_the_tasks_weights_again():
+    """The last trial re-initialises the weights; timing restores the task's (the reference's room
+    has them) in the judge and the candidate's room alike: the timed outputs still check out."""
+    r = check("ref_linear", "cand_linear_ok", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.correctness.trials[-1].weights == "reinit"
+    assert "timed_outputs" in r.integrity.checks_run and not codes(r), r.integrity.findings
 
 
 def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):

@@ -63,16 +63,15 @@ def main() -> int:
           f"{'correct':>8} {'integr':>7} {'timing':>7}  speedup(eager/compile)", flush=True)
     for name in problems:
         d = Path(args.dir)
-        runs = [("cold", "cand"), ("changed", "cand2"), ("warm", "cand")] + [(f"repeat{i + 1}", "cand")
-                                                                            for i in range(args.repeat)]
+        labels = [f"repeat{i + 1}" for i in range(args.repeat)]
+        runs = [("cold", "cand"), ("changed", "cand2"), ("warm", "cand")] + [(label, "cand") for label in labels]
         for label, cand in runs:
             path = d / f"{name}_{cand}.py"
             if not path.exists():
                 continue
             time.sleep(args.settle)
             rows.append(_check_row(name, label, d / f"{name}_ref.py", path, args))
-        _print_spread(name, [r for r in rows if r["problem"] == name and r["run"] in ("warm", *[
-            f"repeat{i + 1}" for i in range(args.repeat)])])
+        _print_spread(name, [r for r in rows if r["problem"] == name and r["run"] in ("warm", *labels)])
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
@@ -141,7 +140,6 @@ def _timeline():
                 self.steps.append((round(time.monotonic() - self.t0, 3), self.message))
 
     return Timeline()
-
 
 
 if __name__ == "__main__":

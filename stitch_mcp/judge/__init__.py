@@ -38,7 +38,7 @@ import traceback
 from typing import Any
 
 from stitch_mcp.correctness import StageError
-from stitch_mcp.judge.prepare import Prepared, load_candidate, load_reference, prepare
+from stitch_mcp.judge.prepare import Prepared, load_candidate, prepare, restore_weights, warm_reference
 from stitch_mcp.judge.timing import (
     baselines,
     batch_bracket,
@@ -96,9 +96,10 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
     stage("candidate_import")
     first = load_candidate(spec, res, p, room)  # imports, lazy builds, construction, a first call: no lease
     if "reference" in rooms:
-        load_reference(p, rooms["reference"], first)
-    for r in rooms.values():  # whatever the candidate compiles on first use is done once it answers
-        r.answer(first)
+        rooms["reference"].loaded()  # loading since prepare, beside the candidate's room
+    room.answer(first)  # whatever the candidate compiles on first use is done once it answers
+    if "reference" in rooms:
+        warm_reference(p, rooms["reference"])
     lap("load")
     with _device_lease(spec, res, stage) as lease:  # the GPU to ourselves: trials and timing
         _extend_deadlines(rooms, lease.waited_s)
@@ -121,6 +122,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     stage("timing", what="candidate and eager, interleaved")
     room, reference = rooms["candidate"], rooms["reference"]
     lap = _lap(res["stage_seconds"])  # the parts of timing, for tools/bench_check.py
+    restore_weights(p, room)  # the task's weights after a trial re-initialised them: as the reference's room has
     with _one_core(p, rooms, res):
         timed = time_rooms(spec, p, rooms)
         lap("timing_interleaved")
@@ -137,26 +139,27 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         room.close()  # from here on nothing of the candidate runs
         stage("timing", what="eager alone")
         alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
+        lap("timing_eager_alone")
         closing = _start_closing([reference])
-    lap("timing_alone")
-    judge_times(res, p, timed, batches)
-    stage("timing", what="checking timed outputs")
-    check_timed_outputs(res, p, timed)  # on samples the judge holds, while the rooms end
-    for t in closing:  # the device lease ends only once they have
-        t.join()
+    try:
+        judge_times(res, p, timed, batches)
+        stage("timing", what="checking timed outputs")
+        check_timed_outputs(res, p, timed)  # on samples the judge holds, while the rooms end
+    finally:
+        closing.join()  # the device lease and the memory share end only once the rooms have
     lap("timing_outputs_checked")
     physical_floor(res, p, timed, spec)
     baselines(spec, res, p, stage, alone)
     lap("timing_baselines")
 
 
-def _start_closing(rooms: list[RoomClient]) -> list[threading.Thread]:
-    """End rooms in the background, together: each close waits for its processes (and their CUDA
-    contexts, 0.1-0.2 s on an H100 host) to go. Join the threads returned."""
-    threads = [threading.Thread(target=r.close) for r in rooms]
-    for t in threads:
-        t.start()
-    return threads
+def _start_closing(rooms: list[RoomClient]) -> threading.Thread:
+    """End rooms in the background, one after the other (a close reaps whatever is left of the
+    judge's children but the live rooms, so two at once could reap each other's helpers): each
+    waits for its processes and their CUDA contexts to go, 0.1-0.2 s on an H100 host. Join it."""
+    thread = threading.Thread(target=lambda: [r.close() for r in rooms])
+    thread.start()
+    return thread
 
 
 @contextlib.contextmanager

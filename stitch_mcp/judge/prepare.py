@@ -42,6 +42,7 @@ class Prepared:
     inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
     outputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened output
     state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
+    perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
 
 
 def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack,
@@ -73,6 +74,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
         first = make_inputs(ref_mod, device, spec["plan"][0][0])
         ref_model = build_model(ref_mod.Model, init_args, device)
     except BaseException as exc:
+        _raise_out_of_memory(exc)
         raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
                                             f"{type(exc).__name__}: {exc}") from None
     if counted is None:
@@ -123,6 +125,8 @@ def _hold_memory(torch, spec: dict[str, Any], res: dict[str, Any], hold: context
 
 
 def _input_count(torch, ref_mod) -> int | None:
+    """How many inputs get_inputs() makes, known before any of them is (the candidate's Load needs
+    it); None where get_inputs does not run on the meta device (e.g. it calls .cuda())."""
     try:
         with torch.device("meta"):
             return len(integ.flatten(list(ref_mod.get_inputs())))
@@ -148,7 +152,16 @@ def reference_output(ref_model, inputs: list[Any]):
     try:
         return ref_model(*integ.clone_inputs(inputs))
     except BaseException as exc:
+        _raise_out_of_memory(exc)
         raise StageError("reference_error", f"reference forward raised {type(exc).__name__}: {exc}"[:3000]) from None
+
+
+def _raise_out_of_memory(exc: BaseException) -> None:
+    """Running out of memory is not the reference's fault: the rooms load beside the judge (a
+    candidate may take the card's memory at import), so it goes up as it is, classified as
+    `cuda_oom` (and judged again with the card to itself: check.py)."""
+    if type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower():
+        raise exc
 
 
 def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient) -> Call:
@@ -177,15 +190,25 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     return first
 
 
-def load_reference(p: Prepared, room: RoomClient, first: Call) -> None:
-    """The reference's room (timing's eager baseline), loading since `prepare`: its model gets the
-    weights the candidate's got and it is sent the candidate's first call (the same inputs, already
-    in the shared buffers), all before the lease; `room.answer(first)` waits for it."""
-    room.loaded()
-    if p.state:
-        share_state(p, room)
+def warm_reference(p: Prepared, room: RoomClient) -> None:
+    """A first call of the reference's room (timing's eager baseline), loaded since `prepare`, on its
+    own copy of the first inputs (the candidate's call may have written to the buffers), before the
+    lease. Its weights are its own: built from the seed the judge's were, never through a buffer
+    the candidate's room can write to."""
     attach(p, room)
-    room.send(first)
+    room.call(Call(args=put_inputs(p, p.first_inputs), outputs=[]))
+
+
+def restore_weights(p: Prepared, room: RoomClient) -> None:
+    """The task's weights in the judge's reference and the candidate's room again after a trial
+    re-initialised them (trials.run_trials), so that both rooms are timed on the same weights."""
+    if p.perturbed:
+        from stitch_mcp.loader import build_model
+
+        p.ref_model = None  # freed before the new one is made
+        p.ref_model = build_model(p.ref_mod.Model, p.init_args, p.device)
+        p.perturbed = False
+        share_state(p, room)
 
 
 def plain_values(values: list[Any]) -> list[Any]:

@@ -109,13 +109,18 @@ def time_alone(p: Prepared, room: RoomClient, calls: int) -> Lane:
 # earlier check on this device) is taken as it is; slower, the reference's room is timed alone again.
 # A candidate that slows the reference's room down (its own work beside it) gains at most this much.
 EAGER_AGREES = 0.02
+# A clean time older than this is measured again whatever the time beside the candidate: one taken
+# on a busy host would otherwise stand for good (only a time alone can lower it).
+EAGER_ROOM_TTL_S = 600.0
 
 
 def eager_agrees(spec: dict[str, Any], res: dict[str, Any], t: Timed) -> bool:
-    """Whether the eager time beside the candidate agrees with the task's clean one (see EAGER_AGREES)."""
-    cached = ((spec.get("baselines_by_device") or {}).get(res.get("device", "")) or {}).get("eager_room")
+    """Whether the eager time beside the candidate agrees with the task's recent clean one (see
+    EAGER_AGREES, EAGER_ROOM_TTL_S)."""
+    record = (spec.get("baselines_by_device") or {}).get(res.get("device", "")) or {}
+    cached, at = record.get("eager_room"), record.get("eager_room_at") or 0.0
     beside = statistics.median(t.reference.room_ms)
-    return bool(cached) and beside <= (1 + EAGER_AGREES) * cached["median_ms"]
+    return bool(cached) and time.time() - at < EAGER_ROOM_TTL_S and beside <= (1 + EAGER_AGREES) * cached["median_ms"]
 
 
 def _gap(p: Prepared, flush, seed: int) -> tuple[list[Arg], float]:

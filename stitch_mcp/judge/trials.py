@@ -75,6 +75,7 @@ def _reinit(p: Prepared, seed: int) -> str:
     if missing:
         return f"ModelNew's parameters do not match Model's by name ({', '.join(missing[:3])})"
     perturb_weights(p.ref_model, seed)
+    p.perturbed = True
     return ""
 
 
