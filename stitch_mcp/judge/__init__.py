@@ -8,9 +8,10 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
                need), import the reference, hold the check's share of GPU memory, ask the rooms
                to load, then make the first inputs, build the reference model, warm it up
                                                                                  (judge/prepare.py)
-2. load      - the rooms import their programs and build their models; the reference's weights
-               are copied in through shared buffers; both make a first call (lazy builds happen
-               here), all before the device lease                                (judge/prepare.py)
+2. load      - the rooms import their programs and build their models; the candidate's room gets
+               the reference's weights through shared buffers (the reference's room builds its own
+               from the same seed); both make a first call (lazy builds happen here), all before
+               the device lease                                                  (judge/prepare.py)
 3. trials    - per trial the judge draws inputs from seeds it alone knows, copies them into the
                room's input buffers, asks for one call, clones the output buffers, compares them
                with its own reference run and with its private copy of the inputs (judge/trials.py)
