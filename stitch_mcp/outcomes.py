@@ -33,6 +33,7 @@ def malloc_env() -> dict[str, str]:
         return {"GLIBC_TUNABLES": os.environ["GLIBC_TUNABLES"]}
     return {} if glob.glob("/dev/nvidia[0-9]*") else {"GLIBC_TUNABLES": MALLOC_TUNABLES}
 
+
 HEAD_BYTES = 4_000
 TAIL_BYTES = 12_000
 
