@@ -118,7 +118,9 @@ def _limits(timeout_s: float, cuda_possible: bool) -> dict[str, Any]:
 
 
 def _cuda_possible() -> bool:
-    return any(Path("/dev").glob("nvidia[0-9]*"))
+    from stitch_mcp.cuda_tools import nvidia_devices
+
+    return bool(nvidia_devices())
 
 
 def _static_problems(source: str) -> tuple[str, str, int | None] | None:
@@ -210,6 +212,7 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
     A failed build leaves report.verdict "error"."""
     from stitch_mcp.build.cache import cached_manifest
     from stitch_mcp.build_room import build_in_room
+    from stitch_mcp.correctness import compile_baseline_known
 
     scope = candidate_scope(Path(settings.build_dir).expanduser(), cand.source)
     manifest = cached_manifest(scope, cand.source)
@@ -217,8 +220,8 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
         manifest = {"extensions": []}  # nothing to build: straight to the run stage
     early_baselines = None
     if manifest is None and timing and compare_compile and _cuda_possible() \
-            and not any(b.get("compiled") or b.get("compile_note")
-                        for b in _cached_baselines(ws, task.task_id, settings.timing_iters).values()):
+            and not any(map(compile_baseline_known,
+                            _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
         early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, {}, progress)
     if manifest is not None:
         report.build = BuildReport(ok=True, cached=True, extensions=[

@@ -106,6 +106,11 @@ def bench_options(spec, device: str, inputs: TimingInputs) -> dict[str, Any]:
     return {"device": device, "setup": inputs.setup, "max_calls": n_iter, "min_calls": min(10, n_iter)}
 
 
+def compile_baseline_known(record: dict[str, Any]) -> bool:
+    """Whether a task's cached baselines (check.py) settle torch.compile: timed, or failed to compile."""
+    return bool(record.get("compiled")) or str(record.get("compile_note", "")).startswith("torch.compile failed")
+
+
 def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compare_compile: bool,
                       stage, keep_compiled: dict | None = None) -> dict[str, Any]:
     """The reference timed in eager mode and (when asked) under torch.compile, the same way as the

@@ -1,6 +1,7 @@
-"""Finding a CUDA command-line tool (nvcc, ncu, nsys) on this machine.
+"""Finding a CUDA command-line tool (nvcc, ncu, nsys) on this machine, and its GPUs' device files.
 
-Shared by `doctor` and the profilers; its own module so that neither imports the other.
+Shared by `doctor`, the profilers, the checks and the workers; its own module so that none of them
+imports another for it.
 """
 
 from __future__ import annotations
@@ -35,3 +36,8 @@ def tool_install_dirs(tool: str) -> list[str]:
         dirs += [Path(os.path.realpath(p)) for p in sorted(base.glob("nsight-*"))]
     return [str(d) for d in dict.fromkeys(dirs) if d.is_dir() and str(d) not in ("/", "/usr")]
 
+
+def nvidia_devices() -> list[Path]:
+    """The GPUs' device files (/dev/nvidia0, ...): whether this host can run CUDA at all, without
+    NVML or the CUDA driver. A container's keep the host's numbers: only their count means anything."""
+    return sorted(Path("/dev").glob("nvidia[0-9]*"))

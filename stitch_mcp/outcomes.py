@@ -26,12 +26,13 @@ MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_thre
 
 def malloc_env() -> dict[str, str]:
     """The GLIBC_TUNABLES a worker or room starts with (see MALLOC_TUNABLES); {} to leave it be."""
-    import glob
     import os
+
+    from stitch_mcp.cuda_tools import nvidia_devices
 
     if "GLIBC_TUNABLES" in os.environ:
         return {"GLIBC_TUNABLES": os.environ["GLIBC_TUNABLES"]}
-    return {} if glob.glob("/dev/nvidia[0-9]*") else {"GLIBC_TUNABLES": MALLOC_TUNABLES}
+    return {} if nvidia_devices() else {"GLIBC_TUNABLES": MALLOC_TUNABLES}
 
 
 HEAD_BYTES = 4_000

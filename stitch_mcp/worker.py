@@ -192,7 +192,9 @@ _spares_lock = threading.Lock()
 def _gpu_count() -> int:
     """GPUs this host has for us (device files; settings.gpus narrows them), without NVML. A
     container's device files keep the host's numbers, so only their count is used."""
-    found = len(list(Path("/dev").glob("nvidia[0-9]*")))
+    from stitch_mcp.cuda_tools import nvidia_devices
+
+    found = len(nvidia_devices())
     try:
         from stitch_mcp.config import get_settings
 
@@ -558,7 +560,9 @@ def _prestart_rooms() -> None:
     try:
         from stitch_mcp.judge_room import prestart
 
-        prestart(Path(parent), gpu=any(Path("/dev").glob("nvidia[0-9]*")), count=2, subreaper=True)
+        from stitch_mcp.cuda_tools import nvidia_devices
+
+        prestart(Path(parent), gpu=bool(nvidia_devices()), count=2, subreaper=True)
     except Exception:  # no spare rooms: the judge starts its own
         log.exception("starting spare rooms failed")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from stitch_mcp import integrity as integ
 from stitch_mcp.compare import compare
-from stitch_mcp.correctness import TimingInputs, bench_options, measure_baselines
+from stitch_mcp.correctness import TimingInputs, bench_options, compile_baseline_known, measure_baselines
 from stitch_mcp.door import Arg, Batch, Call, Run
 from stitch_mcp.gpu_memory import BATCH_BYTES  # inputs and outputs of one batch's calls, in shared buffers
 from stitch_mcp.judge.prepare import Prepared, attach, put_inputs, reference_output, sync
@@ -452,7 +452,7 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
     if not spec.get("compare_compile"):
         return
     base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
-    if not base or not (base.get("compiled") or str(base.get("compile_note", "")).startswith("torch.compile failed")):
+    if not base or not compile_baseline_known(base):
         stage("timing", what="torch.compile")
         inputs = TimingInputs(p.ref_mod, p.device, spec["timing_seeds"])
         base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), True, stage)

@@ -104,4 +104,3 @@ def nsys_cupti_env(nsys: str, folder: Path) -> dict[str, str]:
         (folder / name).unlink(missing_ok=True)
         (folder / name).symlink_to(runtime)
     return {"NSYS_CUPTI_LIBRARY_PATH": str(folder)}
-
