@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,6 @@ from pydantic import BaseModel
 from stitch_mcp.correctness import StageError
 from stitch_mcp.door import (
     REPLIES,
-    Arg,
     Attach,
     Batch,
     Call,
@@ -107,7 +105,6 @@ class RoomClient:
         self.capture = _Capture(proc.stdout, FLOOD_BYTES, self._flooded)
         self.flooded = False
         self.ready: Ready | None = None
-        self.baseline_threads = 0
         self.closed = False
         self.attached = 0  # shared regions this room has mapped
         self._loading: Load | None = None  # the Load sent, whose answer `loaded` takes
@@ -269,9 +266,7 @@ class RoomClient:
                 os.close(fd)
 
     def loaded(self) -> Loaded:
-        reply = self.answer(self._loading, deadline_s=max(self.deadline - time.monotonic(), 1.0))
-        self.baseline_threads = self._threads()
-        return reply
+        return self.answer(self._loading, deadline_s=max(self.deadline - time.monotonic(), 1.0))
 
     def build(self, deadline_s: float) -> Loaded:
         """Import the candidate without building its model: its extensions are built (into the
@@ -287,11 +282,6 @@ class RoomClient:
 
     def call(self, command: Call) -> Called:
         return self.ask(command)
-
-    def echo_ms(self, rounds: int = 20) -> float:
-        """The door's own round trip for a call-sized message, through a trusted echo process
-        of the same kind (not the room, which could slow its answers to widen the margin)."""
-        return _echo_round_trip(Call(args=[Arg(value=0)], timed=True), rounds)
 
     # -------------------------------------------------------------- seen from outside
 
@@ -316,15 +306,6 @@ class RoomClient:
             except (OSError, psutil.Error):
                 ok = False
         return ok
-
-    def _threads(self) -> int:
-        total = 0
-        for p in self._room_processes():
-            try:
-                total += p.num_threads()
-            except Exception:
-                pass
-        return total
 
     def process_findings(self) -> list[dict[str, Any]]:
         """Processes the candidate started that are still running, seen from the judge's side."""
@@ -517,36 +498,3 @@ def _subreaper() -> None:
 
         _own_children = {c.pid for c in psutil.Process().children()}
         _become_subreaper()
-
-
-_ECHO = ("import os,sys\nfrom stitch_mcp.door import COMMANDS,Door,Called\n"
-         "d=Door.from_fd(int(sys.argv[1]),COMMANDS)\n"
-         "while True:\n m,_=d.receive()\n if m.kind=='bye': break\n d.send(Called(room_ms=0.0))\n")
-
-
-def _echo_round_trip(message: Call, rounds: int) -> float:
-    from stitch_mcp.door import Bye
-
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    proc = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                            env={"PYTHONPATH": str(PACKAGE_ROOT), "PATH": os.environ.get("PATH", "")},
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    theirs.close()
-    door, times = Door(mine, REPLIES), []
-    try:
-        for i in range(rounds + 3):
-            h0 = time.perf_counter()
-            door.send(message)
-            door.receive(30.0)
-            if i >= 3:
-                times.append((time.perf_counter() - h0) * 1e3)
-        door.send(Bye())
-    except DoorClosed:
-        return 0.0
-    finally:
-        door.close()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    return statistics.median(times) if times else 0.0
