@@ -157,6 +157,8 @@ class BatchTiming(BaseModel):
     reference_ms: float = Field(description="per call, the reference's room")
     copy_ms: float = Field(description="per call, everything but forward (copying outputs, the loop)")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
+    room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
+                                  "room's own median per call (the speedup is the lower of the two)")
     note: str = ""
 
 

@@ -525,6 +525,41 @@ def test_honest_short_kernels_are_not_flagged():
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0046)
 
 
+def test_on_a_cpu_batches_bound_short_calls_without_calling_noise_forgery():
+    """What a 2-core host showed for `x * 2` in both rooms (2026-11-25): single calls of ~10 us said
+    2.1x where batches said 0.88x, and the candidate's door was 0.07 ms slower than the reference's.
+    On a CPU both clocks time the same work: the batches raise the room's time to theirs without
+    a finding (a forger claiming 1.4x gains nothing), never lower it (the reference's batches ran
+    beside the candidate's room), and call the room's times false only beyond CPU_BATCH_SLACK.
+    Where eager timed alone is lower, the speedup stays the lower of the batches' and the room's."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import CPU_BATCH_SLACK, Batches, Lane, baselines, judge_times
+
+    batches = Batches(calls=226, candidate_ms=0.0177, reference_ms=0.0161, copy_ms=0.0062)
+    verified = (0.0161 - 0.0062) / (0.0177 - 0.0062)
+    for cand_room, cand_wall in ((0.0089, 0.40), (0.0115, 0.40), (0.0130, 0.47), (0.0250, 0.40)):
+        res = {"findings": [], "checks_run": []}
+        judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.0185, 0.40, cand_room, cand_wall), batches)
+        assert not res["findings"], res["findings"]
+        timed = res["timing"]["candidate"]["median_ms"]
+        assert timed == pytest.approx(max(cand_room, 0.0185 / verified), rel=1e-6)
+        assert ("speedup in batches" in res["timing"]["batch"].get("note", "")) == (timed > cand_room)
+        baselines({}, res, SimpleNamespace(device="cpu"), None, Lane(room_ms=[0.0121] * 10))  # eager alone: lower
+        assert res["timing"]["eager"]["median_ms"] == 0.0121
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(
+            max(cand_room, 0.0121 / verified) if timed > cand_room else cand_room, rel=1e-3)
+    res = {"findings": [], "checks_run": []}
+    forged = 0.0185 / verified / CPU_BATCH_SLACK / 1.1
+    judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.0185, 0.40, forged, 0.40), batches)
+    assert codes_of(res) == {"timing_contradicted"}, res["findings"]
+    assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0185 / verified, rel=1e-6)
+
+
+def codes_of(res: dict) -> set[str]:
+    return {f["code"] for f in res["findings"]}
+
+
 @pytest.mark.slow
 def test_timed_calls_that_skip_work(clean_honest):
     source = attack_source("atk_timed_garbage")
