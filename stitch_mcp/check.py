@@ -722,19 +722,22 @@ def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult
     if out.timing is None:
         return
     clean = out.timing.clean_baselines if isinstance(out.timing, RunTiming) else out.timing
-    body = ws.latest_report("baseline", task_id=task_id) or {}
-    devices = dict(body.get("devices") or {})
-    record = dict(devices.get(out.device) or {})
-    if record.get("timing_iters") != timing_iters:
-        record = {}
-    room = _eager_room(out, record.get("eager_room"))
-    if clean is None and room is None:
-        return
-    if clean is not None:
-        record.update({"eager": clean.eager.model_dump(),
-                       "compiled": clean.compiled.model_dump() if clean.compiled else None,
-                       "compile_note": clean.compile_note})
-    if room is not None:
-        record["eager_room"], record["eager_room_at"] = room, time.time()
-    devices[out.device] = {**record, "timing_iters": timing_iters, "measured_at": time.time()}
-    ws.add_report("baseline", {"devices": devices}, task_id=task_id)
+
+    def merged(body: dict | None) -> dict | None:
+        devices = dict((body or {}).get("devices") or {})
+        record = dict(devices.get(out.device) or {})
+        if record.get("timing_iters") != timing_iters:
+            record = {}
+        room = _eager_room(out, record.get("eager_room"))
+        if clean is None and room is None:
+            return None
+        if clean is not None:
+            record.update({"eager": clean.eager.model_dump(),
+                           "compiled": clean.compiled.model_dump() if clean.compiled else None,
+                           "compile_note": clean.compile_note})
+        if room is not None:
+            record["eager_room"], record["eager_room_at"] = room, time.time()
+        devices[out.device] = {**record, "timing_iters": timing_iters, "measured_at": time.time()}
+        return {"devices": devices}
+
+    ws.update_report("baseline", task_id, merged)

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -242,6 +242,25 @@ class Workspace:
         rows = self._all(f"SELECT body FROM reports WHERE {where} ORDER BY created_at DESC, report_id DESC LIMIT 1",
                          tuple(args))
         return json.loads(rows[0]["body"]) if rows else None
+
+    def update_report(self, kind: str, task_id: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
+                      ) -> None:
+        """Store `change` of a task's newest report of a kind (None: store nothing) in one write
+        transaction: two processes updating one record together (two checks of a task ending at
+        once) each build on the other's change instead of losing it."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._db.execute("SELECT body FROM reports WHERE kind=? AND task_id=? "
+                                        "ORDER BY created_at DESC, report_id DESC LIMIT 1", (kind, task_id)).fetchall()
+                body = change(json.loads(rows[0]["body"]) if rows else None)
+                if body is not None:
+                    self._db.execute("INSERT INTO reports(kind, task_id, candidate_id, created_at, body, session) "
+                                     "VALUES (?,?,?,?,?,?)", (kind, task_id, None, time.time(), json.dumps(body), None))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def finished_report(self, kind: str, model: type[M], *, task_id: str | None = None,
                         candidate_id: str | None = None) -> M | None:
