@@ -128,7 +128,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         timed = time_rooms(spec, p, rooms)
         lap("timing_interleaved")
         batches = None
-        if door_allowance(timed) > 0.1 * statistics.median(timed.candidate.room_ms):  # too short for one call's bracket
+        if door_allowance(timed, p.device) > 0.1 * statistics.median(timed.candidate.room_ms):  # too short for one call's bracket
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
