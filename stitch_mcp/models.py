@@ -155,7 +155,8 @@ class BatchTiming(BaseModel):
     calls: int = Field(description="calls in the larger batch")
     candidate_ms: float = Field(description="per call, the candidate's room (lowest of the rounds)")
     reference_ms: float = Field(description="per call, the reference's room")
-    copy_ms: float = Field(description="per call, everything but forward (copying outputs, the loop)")
+    copy_ms: float = Field(description="per call, everything but forward (being told the calls, copying "
+                           "outputs, the loop)")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
                                   "room's own median per call (the speedup is the lower of the two)")

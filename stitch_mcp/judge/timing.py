@@ -157,8 +157,8 @@ CPU_DOOR_SPREAD = 1.0
 # differ honestly; by more than BATCH_SLACK, the room's times are not believed. On a CPU both clocks
 # measure the same work, and the batches are the steadier: single calls of a few microseconds, the
 # same code in both rooms, gave speedups of 0.7x to 2.1x where the batches gave 0.86x to 0.98x
-# (2-core host, 2026-11-25). There the batches replace one call's bracket, and call the room's
-# times false only beyond CPU_BATCH_SLACK (see judge_times).
+# (2-core host, 2026-11-25). There, where one call's bracket agrees with the room, the batches
+# cap its speedup quietly, and call its times false only beyond CPU_BATCH_SLACK (see judge_times).
 BATCH_MS = 2.0  # the work of one batch: long beside the door's jitter
 BATCH_CALLS = (16, 256)
 BATCH_ROUNDS = 5
