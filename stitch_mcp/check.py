@@ -706,10 +706,12 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
 
 def _eager_room(out: RunStageResult | BaselineStageResult, cached: dict | None) -> dict | None:
     """The eager room's time alone (judge.timing.eager_agrees) to cache, if any: only from a check
-    with no finding, and never above the cached one, so that no candidate (nor a host busy for a
-    while) can raise the time that later checks' eager is held to. Timed again, it is fresh again."""
+    with no finding whose room's times stood (not raised to its batches'), and never above the
+    cached one, so that no candidate (nor a host busy for a while) can raise the time that later
+    checks' eager is held to. Timed again, it is fresh again."""
     alone = out.timing.eager_alone if isinstance(out.timing, RunTiming) else None
-    if alone is None or out.findings or not all(t.ok for t in out.trials):
+    corrected = isinstance(out.timing, RunTiming) and out.timing.batch is not None and out.timing.batch.room_ms
+    if alone is None or out.findings or corrected or not all(t.ok for t in out.trials):
         return None
     if cached and cached.get("median_ms", float("inf")) <= alone.median_ms:
         return cached

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -292,6 +292,25 @@ class RoomClient:
             return psutil.Process(self.proc.pid).children(recursive=True) + [psutil.Process(self.proc.pid)]
         except psutil.Error:
             return []
+
+    def cpu_meter(self) -> Callable[[], float]:
+        """A reading of the CPU seconds the room's processes (as they are now) have used so far:
+        their threads', and the children's they reaped. The kernel's accounting, read from outside:
+        nothing in the room can change it."""
+        import psutil
+
+        procs = self._room_processes()
+
+        def used() -> float:
+            total = 0.0
+            for proc in procs:
+                try:
+                    t = proc.cpu_times()
+                    total += t.user + t.system + t.children_user + t.children_system
+                except psutil.Error:
+                    pass
+            return total
+        return used
 
     def pin(self, cpus: set[int]) -> bool:
         """Run every thread of the room's processes on `cpus`; False where this host does not let

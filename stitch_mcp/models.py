@@ -158,6 +158,9 @@ class BatchTiming(BaseModel):
     copy_ms: float = Field(description="per call, everything but forward (being told the calls, copying "
                            "outputs, the loop)")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
+    idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
+                               "(the judge writing inputs, the reference's batches), from the kernel's accounting")
+    idle_wall_ms: float = Field(0.0, description="how long that was")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
                                   "room's own median per call (the speedup is the lower of the two)")
     note: str = ""

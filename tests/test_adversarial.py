@@ -473,15 +473,19 @@ def test_tiny_forged_room_time_is_replaced_by_the_judges_estimate():
 
 
 @pytest.mark.slow
-def test_batches_run_before_the_judges_clock(clean_honest):
-    """A room rewired to run each batch when told its buffers (before the clock starts) and to
-    answer the timed Run at once, its clock 50x slow: the calls are too short for the per-call
-    bracket, and before the batches' inputs were written inside their clock (8c27082 and earlier)
-    it passed at about 20x with no finding."""
-    source = attack_source("atk_batch_early")
+@pytest.mark.parametrize("program, finding", [("atk_batch_early", "timing_contradicted"),
+                                              ("atk_batch_poller", "work_while_idle")])
+def test_batches_run_before_the_judges_clock(program, finding, clean_honest):
+    """A room rewired to run each batch when told its calls (before the clock started, 8c27082 and
+    earlier: it passed at about 20x with no finding), or with a thread that works on each batch's
+    inputs while the judge writes them, and its clock 50x slow: the calls are too short for the
+    per-call bracket. The poller's batches measured up to 2.0x on this 2-core host (the same relu
+    as the reference); its room used 2.1 s of CPU in the 3.3 s it was not asked anything, an
+    honest room 0 ms (judge.timing.IDLE_CPU_SHARE)."""
+    source = attack_source(program)
     before = Storage()
     r = judge(source, timing=True)
-    assert "timing_contradicted" in codes(r), (r.verdict, r.integrity.findings, r.timing)
+    assert finding in codes(r), (r.verdict, r.integrity.findings, r.timing)
     assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 2.0, r.timing
     assert_contained(r, source, before, clean_honest)
 
@@ -575,6 +579,26 @@ def test_on_a_cpu_batches_bound_short_calls_without_calling_noise_forgery():
     judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.0185, 0.40, forged, 0.40), batches)
     assert codes_of(res) == {"timing_contradicted"}, res["findings"]
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0185 / verified, rel=1e-6)
+
+
+def test_a_room_that_works_while_not_asked_earns_no_speedup():
+    """The kernel's CPU accounting of the candidate's processes while the judge wrote inputs and
+    timed the reference: an honest room measured 0 ms (idle on its door), the poller attack 2.1 s
+    of 3.3 s. Beyond IDLE_CPU_SHARE its times earn no speedup (judged on a CPU only, so far)."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Batches, judge_times
+
+    for idle_cpu, device, flagged in ((2100.0, "cpu", True), (0.0, "cpu", False), (15.0, "cpu", False),
+                                      (2100.0, "cuda", False)):
+        batches = Batches(calls=256, candidate_ms=0.0177, reference_ms=0.0161, copy_ms=0.0062,
+                          idle_cpu_ms=idle_cpu, idle_wall_ms=3300.0)
+        res = {"findings": [], "checks_run": []}
+        judge_times(res, SimpleNamespace(device=device), _short_lanes(0.0185, 0.40, 0.0089, 0.40), batches)
+        assert ("work_while_idle" in codes_of(res)) == flagged, (idle_cpu, device, res["findings"])
+        assert res["timing"]["batch"]["idle_cpu_ms"] == idle_cpu
+        if flagged:
+            assert res["timing"]["candidate"]["median_ms"] >= 0.0185, res["timing"]["candidate"]
 
 
 def codes_of(res: dict) -> set[str]:

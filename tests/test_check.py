@@ -132,13 +132,23 @@ def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidat
         assert r.verdict == "pass", r.summary
         return r, "timing eager alone" in progress.messages
 
-    r, _ = timed(Progress())
+    def clean(r) -> bool:  # only a clean check caches: on a busy host the batches may correct a time
+        return not r.integrity.findings and not (r.timing.batch and r.timing.batch.room_ms)
+
+    for _ in range(4):
+        r, _ = timed(Progress())
+        if clean(r):
+            break
     assert _eager_room(r.task_id) > 0, "the task's first clean check cached its eager time alone"
     _set_eager_room(r.task_id, 1e9)  # anything beside the candidate agrees with it
     assert timed(Progress())[1] is False
-    _set_eager_room(r.task_id, 1e9, age_s=3600)  # but not for ever
-    assert timed(Progress())[1] is True
-    assert _eager_room(r.task_id) < 1e9, "a lower time alone replaces the cached one"
+    for _ in range(4):
+        _set_eager_room(r.task_id, 1e9, age_s=3600)  # but not for ever
+        again, alone = timed(Progress())
+        assert alone is True
+        if clean(again):
+            break
+    assert _eager_room(r.task_id) < 1e9, ("a lower time alone replaces the cached one", again.timing)
     _set_eager_room(r.task_id, 1e-9)  # nothing does
     assert timed(Progress())[1] is True
     assert _eager_room(r.task_id) == 1e-9, "a higher time alone never replaces a lower cached one"

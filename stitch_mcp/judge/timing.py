@@ -156,14 +156,24 @@ CPU_DOOR_SPREAD = 1.0
 # the host work a call does after its last launch as single calls do, so on a GPU the two speedups
 # differ honestly; by more than BATCH_SLACK, the room's times are not believed. On a CPU both clocks
 # measure the same work, and the batches are the steadier: single calls of a few microseconds, the
-# same code in both rooms, gave speedups of 0.7x to 2.1x where the batches gave 0.86x to 0.98x
+# same code in both rooms, gave speedups of 0.7x to 2.1x where the batches gave 0.86x to 0.98x,
+# and with both cores busy an honest clamp's single calls claimed 4.4x its batches' speedup
 # (2-core host, 2026-11-25). There, where one call's bracket agrees with the room, the batches
-# cap its speedup quietly, and call its times false only beyond CPU_BATCH_SLACK (see judge_times).
+# cap its speedup quietly (a forger gains nothing), and call its times false only beyond
+# CPU_BATCH_SLACK (see judge_times).
 BATCH_MS = 2.0  # the work of one batch: long beside the door's jitter
 BATCH_CALLS = (16, 256)
 BATCH_ROUNDS = 5
 BATCH_SLACK = 1.5
-CPU_BATCH_SLACK = 3.0
+CPU_BATCH_SLACK = 10.0
+CPU_BATCH_AGREES = 0.1  # the room's time stands within this much of the batches' (a forger gains at most that)
+# While the judge writes a batch's inputs and times the reference's batches, the candidate's room
+# has not been asked anything: an honest one waits on its door (its OpenMP threads passive). One
+# that works then, on inputs it can already see or beside the reference, is measured from outside
+# (the kernel's CPU accounting of its processes); beyond this share of that time, and IDLE_CPU_MS
+# (the accounting's ticks), its times earn no speedup (a CPU finding; recorded on a GPU).
+IDLE_CPU_SHARE = 0.1
+IDLE_CPU_MS = 20.0
 
 
 @dataclass
@@ -174,6 +184,8 @@ class Batches:
     candidate_ms: float
     reference_ms: float
     copy_ms: float
+    idle_cpu_ms: float = 0.0  # CPU the candidate's room used while not asked anything (IDLE_CPU_SHARE)
+    idle_wall_ms: float = 0.0
 
 
 def door_allowance(t: Timed, device: str) -> float:
@@ -213,15 +225,21 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
 
 def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: tuple, flush,
                   walls: dict[tuple[str, int], list[float]]) -> None:
-    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`."""
+    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; and
+    the CPU the candidate's room used while not asked anything, with how long that was, under
+    ("idle_cpu", 0) and ("idle_wall", 0) (IDLE_CPU_SHARE)."""
     ins, outs, k = buffers
+    used = rooms["candidate"].cpu_meter()
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
+            idle_from = (used(), time.perf_counter())
             calls, _ = _batch_calls(p, ins, outs, n)
             walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
             walls.setdefault(("copy", n), []).append(
                 _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
             calls, seeds = _batch_calls(p, ins, outs, n)
+            walls.setdefault(("idle_cpu", 0), []).append((used() - idle_from[0]) * 1e3)
+            walls.setdefault(("idle_wall", 0), []).append((time.perf_counter() - idle_from[1]) * 1e3)
             walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
             for j in [secrets.randbelow(n) for _ in range(2)]:
                 n_out = len(outs) // k
@@ -234,7 +252,8 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int) -> Batches:
     per_call = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4)
                 for lane in ("candidate", "reference", "copy")}
     return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
-                   copy_ms=per_call["copy"])
+                   copy_ms=per_call["copy"], idle_cpu_ms=sum(walls[("idle_cpu", 0)]),
+                   idle_wall_ms=sum(walls[("idle_wall", 0)]))
 
 
 def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
@@ -269,7 +288,7 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
     if bb is None:
         return 0.0, False, {}
     info: dict[str, Any] = {"calls": bb.calls, "candidate_ms": bb.candidate_ms, "reference_ms": bb.reference_ms,
-                            "copy_ms": bb.copy_ms}
+                            "copy_ms": bb.copy_ms, "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
     a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
@@ -355,9 +374,13 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     # one call's bracket agrees with the room, they raise its time to theirs without a finding, and
     # call it false only beyond that slack. They never lower it: the reference's batches ran beside
     # the candidate's room, which could have slowed them.
-    on_batches = implied > 0 and p.device != "cuda" and not contradicted and estimate <= b_room
-    if on_batches:
-        estimate = max(b_room, implied)
+    on_batches = (p.device != "cuda" and not contradicted and estimate <= b_room
+                  and implied > (1 + CPU_BATCH_AGREES) * b_room)
+    worked_idle = _worked_idle(batches, p.device)
+    if worked_idle:
+        estimate = max(estimate, statistics.median(a.room_ms))
+    elif on_batches:
+        estimate = implied
     elif contradicted:
         estimate = max(estimate, implied)
     if b_room <= 0 and estimate <= 0:  # no work takes no time; too short for the judge to tell: as eager
@@ -379,7 +402,15 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
         res["timing"]["method"] += (f"; calls this short also timed in batches of {batches.calls} back-to-back "
                                     "calls on the judge's clock")
     res["checks_run"].append("timing_bracket")
-    if on_batches and estimate > b_room:
+    if worked_idle:
+        if estimate > b_room:
+            _rescale(cand, estimate, b_room)
+        res["findings"].append(integ.finding(
+            "work_while_idle", f"the candidate's process used {batches.idle_cpu_ms:.0f} ms of CPU in the "
+            f"{batches.idle_wall_ms:.0f} ms it had not been asked anything (while the judge wrote inputs and timed "
+            "the reference): work ahead of its timed calls, or against the reference's; its times earn no speedup",
+            severity="warning", confidence="probable"))
+    elif on_batches and estimate > b_room:
         _rescale(cand, estimate, b_room)
         batch_info.update(room_ms=b_room, note="the candidate is timed at eager's time over the speedup in batches, "
                           "which is lower than its room's single calls say")
@@ -398,6 +429,14 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
             "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
             f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
             "or forged times)", severity="warning", confidence="probable"))
+
+
+def _worked_idle(batches: Batches | None, device: str) -> bool:
+    """Whether the candidate's room used more CPU than IDLE_CPU_SHARE allows while it had not been
+    asked anything (on a CPU; on a GPU the figures are only recorded until a GPU run shows what an
+    honest room there uses)."""
+    return (device != "cuda" and batches is not None and
+            batches.idle_cpu_ms > max(IDLE_CPU_MS, IDLE_CPU_SHARE * batches.idle_wall_ms))
 
 
 def _rescale(cand: dict[str, float], estimate: float, b_room: float) -> None:
