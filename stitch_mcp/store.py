@@ -248,15 +248,12 @@ class Workspace:
         """Store `change` of a task's newest report of a kind (None: store nothing) in one write
         transaction: two processes updating one record together (two checks of a task ending at
         once) each build on the other's change instead of losing it."""
-        with self._lock:
+        with self._lock:  # reentrant: latest_report and add_report take it too, inside the transaction
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                rows = self._db.execute("SELECT body FROM reports WHERE kind=? AND task_id=? "
-                                        "ORDER BY created_at DESC, report_id DESC LIMIT 1", (kind, task_id)).fetchall()
-                body = change(json.loads(rows[0]["body"]) if rows else None)
+                body = change(self.latest_report(kind, task_id=task_id))
                 if body is not None:
-                    self._db.execute("INSERT INTO reports(kind, task_id, candidate_id, created_at, body, session) "
-                                     "VALUES (?,?,?,?,?,?)", (kind, task_id, None, time.time(), json.dumps(body), None))
+                    self.add_report(kind, body, task_id=task_id)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise

@@ -210,36 +210,37 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
         attach(p, room)
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
     walls: dict[tuple[str, int], list[float]] = {}
-    _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls)
-    batches = _per_call(walls, k)
+    idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
+    _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
+    batches = _per_call(walls, k, idle)
     implied, contradicted, _ = batch_bound(t, batches, p.device)
-    if contradicted or (p.device != "cuda" and implied > b_room):
+    if contradicted or _batches_raise(implied, b_room, p.device):
         # Before calling a room's times false (or, on a CPU, raising them), as many rounds again: other
         # work on the host only ever adds to a batch, so the lowest of all rounds stands. On a 2-core
         # host running a test suite beside it, an honest OpenMP candidate's batches were once 2x
         # slower than its calls.
-        _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls)
-        batches = _per_call(walls, k)
+        _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
+        batches = _per_call(walls, k, idle)
     return batches
 
 
 def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: tuple, flush,
-                  walls: dict[tuple[str, int], list[float]]) -> None:
-    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; and
-    the CPU the candidate's room used while not asked anything, with how long that was, under
-    ("idle_cpu", 0) and ("idle_wall", 0) (IDLE_CPU_SHARE)."""
+                  walls: dict[tuple[str, int], list[float]], idle: list[float]) -> None:
+    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; the CPU
+    the candidate's room used while not asked anything, and how long that was, added to `idle`
+    (IDLE_CPU_SHARE)."""
     ins, outs, k = buffers
     used = rooms["candidate"].cpu_meter()
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
-            idle_from = (used(), time.perf_counter())
+            cpu_from, wall_from = used(), time.perf_counter()
             calls, _ = _batch_calls(p, ins, outs, n)
             walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
             walls.setdefault(("copy", n), []).append(
                 _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
             calls, seeds = _batch_calls(p, ins, outs, n)
-            walls.setdefault(("idle_cpu", 0), []).append((used() - idle_from[0]) * 1e3)
-            walls.setdefault(("idle_wall", 0), []).append((time.perf_counter() - idle_from[1]) * 1e3)
+            idle[0] += (used() - cpu_from) * 1e3
+            idle[1] += (time.perf_counter() - wall_from) * 1e3
             walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
             for j in [secrets.randbelow(n) for _ in range(2)]:
                 n_out = len(outs) // k
@@ -247,13 +248,12 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
                 t.must_check.append(seeds[j])
 
 
-def _per_call(walls: dict[tuple[str, int], list[float]], k: int) -> Batches:
+def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float]) -> Batches:
     """Per-call times from the lowest batch of each size: the difference cancels the round trip."""
     per_call = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4)
                 for lane in ("candidate", "reference", "copy")}
     return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
-                   copy_ms=per_call["copy"], idle_cpu_ms=sum(walls[("idle_cpu", 0)]),
-                   idle_wall_ms=sum(walls[("idle_wall", 0)]))
+                   copy_ms=per_call["copy"], idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
 
 
 def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
@@ -374,8 +374,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     # one call's bracket agrees with the room, they raise its time to theirs without a finding, and
     # call it false only beyond that slack. They never lower it: the reference's batches ran beside
     # the candidate's room, which could have slowed them.
-    on_batches = (p.device != "cuda" and not contradicted and estimate <= b_room
-                  and implied > (1 + CPU_BATCH_AGREES) * b_room)
+    on_batches = not contradicted and estimate <= b_room and _batches_raise(implied, b_room, p.device)
     worked_idle = _worked_idle(batches, p.device)
     if worked_idle:
         estimate = max(estimate, statistics.median(a.room_ms))
@@ -429,6 +428,12 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
             "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
             f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
             "or forged times)", severity="warning", confidence="probable"))
+
+
+def _batches_raise(implied: float, b_room: float, device: str) -> bool:
+    """Whether, on a CPU, the batches put the candidate slower than its room's time by more than
+    CPU_BATCH_AGREES (then they raise it, and the rounds are run again first)."""
+    return device != "cuda" and implied > (1 + CPU_BATCH_AGREES) * b_room
 
 
 def _worked_idle(batches: Batches | None, device: str) -> bool:
