@@ -294,16 +294,14 @@ class RoomClient:
             return []
 
     def cpu_meter(self) -> Callable[[], float]:
-        """A reading of the CPU seconds the room's processes (as they are now) have used so far:
-        their threads', and the children's they reaped. The kernel's accounting, read from outside:
+        """A reading of the CPU seconds the room's processes have used so far: their threads', and
+        the children's they reaped. The kernel's accounting, read from outside:
         nothing in the room can change it."""
         import psutil
 
-        procs = self._room_processes()
-
-        def used() -> float:
+        def used() -> float:  # the processes as they are at each reading: a child forked since counts
             total = 0.0
-            for proc in procs:
+            for proc in self._room_processes():
                 try:
                     t = proc.cpu_times()
                     total += t.user + t.system + t.children_user + t.children_system
@@ -331,7 +329,10 @@ class RoomClient:
         from stitch_mcp.integrity import finding
 
         procs = self._room_processes()
-        stray = [p for p in procs if _is_stray(p)]
+        helpers = {p.pid for p in procs if _is_sandbox(p)}
+        rooms = {p.pid for p in procs if p.pid not in helpers and _is_room(p)}
+        # a fork of the room runs the room's command line: it is told apart by its parent
+        stray = [p for p in procs if p.pid not in helpers and (p.pid not in rooms or _ppid(p) in rooms)]
         if stray:
             names = sorted({_name(p) for p in stray})
             return [finding("background_processes", f"the candidate started {len(stray)} process(es) still "
@@ -346,14 +347,30 @@ def _name(p) -> str:
         return "?"
 
 
-def _is_stray(p) -> bool:
-    """A process in the room's tree that is neither the sandbox's own nor the room itself."""
+def _is_room(p) -> bool:
+    """Runs the room's command line (a sandbox helper's names it too: see _is_sandbox)."""
     try:
-        cmd = " ".join(p.cmdline())
+        return "stitch_mcp.room" in " ".join(p.cmdline())
     except Exception:
         return False
-    return not ("stitch_mcp.room" in cmd or cmd.startswith(("bwrap", "unshare", "setpriv")) or
-                os.path.basename(p.cmdline()[0] if p.cmdline() else "") in ("bwrap", "unshare", "setpriv"))
+
+
+def _is_sandbox(p) -> bool:
+    """The sandbox's own helpers around the room (bwrap, unshare, setpriv); a process gone or
+    unreadable counts as one (it is nothing running)."""
+    try:
+        cmd = p.cmdline()
+    except Exception:
+        return True
+    return bool(cmd) and (" ".join(cmd).startswith(("bwrap", "unshare", "setpriv")) or
+                          os.path.basename(cmd[0]) in ("bwrap", "unshare", "setpriv"))
+
+
+def _ppid(p) -> int | None:
+    try:
+        return p.ppid()
+    except Exception:
+        return None
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:

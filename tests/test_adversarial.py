@@ -545,6 +545,18 @@ def test_honest_short_kernels_are_not_flagged():
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0046)
 
 
+@pytest.mark.slow
+def test_a_fork_of_the_room_is_a_background_process(clean_honest):
+    """atk_batch_poller's work done by a fork of the candidate's room: it runs the room's own command
+    line, so it passed for the room and ran unseen (until ed8aa06, with only work_while_idle and a
+    mismatch to show for it); it is told apart by its parent."""
+    source = attack_source("atk_batch_poller_child")
+    before = Storage()
+    r = judge(source, timing=True)
+    assert r.verdict == "fail" and "background_processes" in codes(r), (r.verdict, r.integrity.findings)
+    assert_contained(r, source, before, clean_honest)
+
+
 def test_on_a_cpu_batches_bound_short_calls_without_calling_noise_forgery():
     """What a 2-core host showed for `x * 2` in both rooms (2026-11-25): single calls of ~10 us said
     2.1x where batches said 0.88x, and the candidate's door was 0.05 ms slower than the reference's.
