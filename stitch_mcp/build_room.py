@@ -10,6 +10,7 @@ read-only from then on, and writes the manifest itself.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -21,6 +22,8 @@ from stitch_mcp.correctness import StageError
 from stitch_mcp.outcomes import WorkerResult
 from stitch_mcp.stage_results import BuildStageResult, BuiltExtension, StageFailure, valid_records
 
+
+log = logging.getLogger(__name__)
 
 BUILD_MEMORY = 1.5 * 2 ** 30  # what one build (cpp_extension: nvcc and g++ on a few units) may take
 _slots_lock = threading.Lock()
@@ -41,21 +44,24 @@ def _build_slots() -> threading.BoundedSemaphore:
 
 
 def build_in_room(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None,
-                  progress=None) -> WorkerResult:
+                  progress=None, reference_source: str | None = None) -> WorkerResult:
     """The build stage's outcome in the shape the report code reads (a WorkerResult whose result
-    is a BuildStageResult)."""
+    is a BuildStageResult). With `reference_source`, what the candidate builds on first use is
+    built too (see _rehearse)."""
     slots = _build_slots()
     if not slots.acquire(blocking=False):
         if progress is not None:
             progress.update(0, 3, "waiting for a build slot (builds are queued by cores and memory)")
         slots.acquire()
     try:
-        return _build(candidate_source, scope, settings, gpu=gpu, register_kill=register_kill)
+        return _build(candidate_source, scope, settings, gpu=gpu, register_kill=register_kill,
+                      reference_source=reference_source)
     finally:
         slots.release()
 
 
-def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None) -> WorkerResult:
+def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_kill=None,
+           reference_source: str | None = None) -> WorkerResult:
     from stitch_mcp.judge_room import RoomClient, RoomGone, prestart
 
     parent = Path(settings.cache_dir).expanduser() / "work"
@@ -69,6 +75,8 @@ def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_
     unregister = register_kill(room.close) if register_kill else None
     try:
         loaded = room.build(settings.build_timeout_s)
+        if reference_source is not None:
+            loaded = _rehearse(room, reference_source, loaded, settings.build_timeout_s - (time.monotonic() - t0))
         res.result = BuildStageResult(extensions=valid_records(BuiltExtension, loaded.extensions))
         publish_build(room.workdir / "build", scope)
         write_manifest(scope, candidate_source, {"extensions": loaded.extensions, "needs_gpu": ""})
@@ -87,6 +95,21 @@ def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_
         room.close()
     res.seconds = time.monotonic() - t0
     return res
+
+
+def _rehearse(room, reference_source: str, loaded, deadline_s: float):
+    """The candidate's model built and called once on the meta device (door.Rehearse): a
+    `load_inline` in `__init__` or in the first `forward` builds here, on the CPU, rather than in
+    the run stage while the check holds its share of the GPU's memory (the run stage's room is
+    handed what was built). Its failures are not the build's: the run stage calls the model for
+    real, and a room that died or overran its time here is only noted (the build stands)."""
+    from stitch_mcp.judge_room import RoomGone
+
+    try:
+        return room.rehearse(reference_source, max(deadline_s, 1.0))
+    except (StageError, RoomGone) as exc:
+        log.info("rehearsing the first call in the build room: %s", exc)
+        return loaded
 
 
 def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> BuildStageResult:

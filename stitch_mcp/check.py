@@ -232,7 +232,7 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
         return manifest.get("needs_gpu") or "", early_baselines
     progress.update(0, 3, "building (in the candidate's sandbox)")
     res = build_in_room(cand.source, scope, settings, gpu=_cuda_possible(), register_kill=progress.on_cancel,
-                        progress=progress)
+                        progress=progress, reference_source=task.source)
     progress.check()
     report.stage_seconds["build"] = round(res.seconds, 3)
     built = _fill_build(report, res)

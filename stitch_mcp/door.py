@@ -96,6 +96,16 @@ class Load(BaseModel):
                                      "file descriptor among those attached to this message")
 
 
+class Rehearse(BaseModel):
+    """After an import-only Load: build ModelNew(*get_init_inputs()) and call it once on get_inputs(),
+    all on the meta device, its errors ignored. What the candidate builds on first use (load_inline
+    in __init__ or in forward) is then built in the build stage, where no GPU memory is held for it;
+    the replying Loaded lists every extension the room has built."""
+
+    kind: Literal["rehearse"] = "rehearse"
+    reference: str = Field(description="the reference program's file name inside the room's working folder")
+
+
 class LoadState(BaseModel):
     """Copy these shared tensors into the model's parameters/buffers of the same name."""
 
@@ -108,6 +118,7 @@ class Call(BaseModel):
 
     `timed`: bracket the call with the room's own clock (CUDA events on a GPU) and report it.
     `poison`: fill the allocator's free memory first, so elements the candidate never writes show.
+    `release`: see the field.
     """
 
     kind: Literal["call"] = "call"
@@ -115,6 +126,8 @@ class Call(BaseModel):
     outputs: list[SharedTensor | None] = Field(default_factory=list)
     timed: bool = False
     poison: bool = False
+    release: bool = Field(False, description="afterwards, free the call's outputs and give the room's cached GPU "
+                          "memory back to the driver (an untimed call after which the judge allocates)")
 
 
 class Batch(BaseModel):
@@ -143,7 +156,7 @@ class Bye(BaseModel):
     kind: Literal["bye"] = "bye"
 
 
-Command = Annotated[Union[Attach, Load, LoadState, Call, Batch, Run, Ping, Bye], Field(discriminator="kind")]
+Command = Annotated[Union[Attach, Load, Rehearse, LoadState, Call, Batch, Run, Ping, Bye], Field(discriminator="kind")]
 
 
 # ------------------------------------------------------------------ room -> judge
@@ -160,6 +173,7 @@ class Loaded(BaseModel):
     state: dict[str, list[int]] = Field(default_factory=dict, description="ModelNew's state_dict shapes")
     import_s: float = 0.0
     build_s: float = 0.0
+    cuda_s: float = Field(0.0, description="starting CUDA in the room, before the import")
     extensions: list[dict[str, Any]] = Field(default_factory=list)
 
 

@@ -20,15 +20,18 @@ from typing import Any
 
 from stitch_mcp.stage_results import RunStageResult
 
-# What a check keeps on the card besides tensors: two CUDA contexts (judge and room, ~0.5 GB each),
-# cuBLAS/cuDNN workspaces and the caching allocators' slack.
-OVERHEAD_BYTES = 2 << 30
+# What a check keeps on the card besides tensors: three CUDA contexts (the judge and two rooms,
+# 0.6 GB each on an H100), cuBLAS/cuDNN workspaces and the caching allocators' slack.
+OVERHEAD_BYTES = 3 << 30
 # Copies of each kind a check holds at once at most, the caching allocators' high-water marks
-# included: inputs (the judge's first and fresh ones, the room's shared buffers, what the candidate
-# copies), outputs (the reference's, the shared buffers, the judge's clone, the candidate's own, the
-# reference room's, a float64 reference for a failed trial's noise), weights (the judge's reference
-# model, the candidate's, the reference room's). On an H100 three of each was not enough.
-COPIES = {"inputs": 4, "outputs": 6, "weights": 3}
+# included: inputs (the room's shared buffers, the judge's private copy, the next trial's or timed
+# call's fresh ones), outputs (the shared buffers, the judge's clone of them, the reference's, the
+# candidate's own in its room, the reference room's). The reference reads the judge's inputs
+# directly where it leaves them alone (judge.prepare.reference_output) and a room frees its last
+# outputs before it makes the next (stitch_mcp.room): at 4 inputs and 6 outputs an 8 GB-input task
+# did not fit an 80 GB H100 (docs/gpu-runs/2026-11-26-session11). Weights: the judge's reference
+# model, the candidate's, the reference room's.
+COPIES = {"inputs": 3, "outputs": 5, "weights": 3}
 BATCH_BYTES = 512 << 20  # what timing's batches of back-to-back calls add, in shared buffers (judge.timing)
 
 

@@ -42,6 +42,7 @@ from stitch_mcp.door import (
     LoadState,
     Ping,
     Ready,
+    Rehearse,
     Run,
 )
 from stitch_mcp.crashes import classify_error_text
@@ -66,7 +67,7 @@ class RoomGone(Exception):
 
 
 # what each command must be answered with (a Failed aside)
-EXPECTED: dict[type, type] = {Load: Loaded, Call: Called, Batch: Done, Run: Done, LoadState: Done, Attach: Done, Ping: Done}
+EXPECTED: dict[type, type] = {Load: Loaded, Rehearse: Loaded, Call: Called, Batch: Done, Run: Done, LoadState: Done, Attach: Done, Ping: Done}
 # the failures a candidate's process can report about itself; anything else it claims is its runtime error
 CANDIDATE_KINDS = {"import_error", "syntax_error", "compile_error", "interface", "init_error", "runtime_error",
                    "needs_gpu", "room_error", "illegal_memory_access", "launch_failure", "device_assert",
@@ -155,6 +156,12 @@ class RoomClient:
         room.limit_s = float(spec.get("room_timeout_s") or 600)
         room.deadline = time.monotonic() + room.limit_s
         return room
+
+    def kill(self) -> None:
+        """SIGKILL the room's processes and go on: rooms killed together tear their CUDA contexts
+        down at once; `close` then reaps them."""
+        if not self.closed:
+            _kill_tree(self.proc)
 
     def close(self) -> None:
         if self.closed:
@@ -279,6 +286,12 @@ class RoomClient:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def rehearse(self, reference_source: str, deadline_s: float) -> Loaded:
+        """After `build`: the candidate's model built and called once on the meta device (door.Rehearse),
+        so that what it builds on first use is built now."""
+        (self.workdir / "reference_program.py").write_text(reference_source, encoding="utf-8")
+        return self.ask(Rehearse(reference="reference_program.py"), deadline_s=deadline_s)
 
     def call(self, command: Call) -> Called:
         return self.ask(command)

@@ -191,6 +191,21 @@ def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):
     print(f"\nC++ candidate: cold {cold_s:.1f} s, warm {warm_s:.1f} s")
 
 
+@pytest.mark.parametrize("cand,name", [("cand_relu_cpp_lazy", "relu_cpp_lazy"), ("cand_relu_cpp_load_tmp", "relu_cpp_tmp")])
+def test_an_extension_built_on_first_use_is_built_by_the_build_stage(cand, name):
+    """load_inline on the first forward, cpp_extension.load of a temporary file at construction: the
+    build stage builds the model and calls it once on the meta device, so the extension is built
+    there (on a GPU host: before the check holds any GPU memory) and the run stage's room is
+    handed it, built."""
+    r = check("ref_relu", cand)
+    assert r.verdict == "pass", r.summary
+    built = {e.name: e for e in r.build.extensions}
+    assert name in built and not built[name].cached, r.build
+    assert r.stage_seconds["build"] >= built[name].seconds > 0
+    # the room only imported it: a build of this extension takes 10 s or more on this host
+    assert r.stage_seconds["room_load"] < built[name].seconds / 2, r.stage_seconds
+
+
 def test_build_output_is_ours_read_only_and_scoped_to_the_source(cpp_cold):
     """The room builds in its own folder; the trusted side copies the finished objects into the
     candidate source's own cache scope, owned by the server's user and read-only."""

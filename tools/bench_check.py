@@ -97,7 +97,8 @@ def _check_row(name: str, label: str, ref: Path, path: Path, args) -> dict:
            "extension_seconds": sum(e.seconds for e in r.build.extensions),
            "kernel_headers": [e.kernel_header for e in r.build.extensions],
            "floor_fraction": r.timing.floor_fraction, "findings": [f.code for f in r.integrity.findings],
-           "reasons": r.reasons[:2], "device": r.device, "timeline": timeline.steps}
+           "reasons": r.reasons[:2], "device": r.device, "timeline": timeline.steps,
+           "batch": r.timing.batch.model_dump() if r.timing.batch else None}
     sp = f"{r.speedup_vs_eager or 0:.2f}/{r.speedup_vs_compile or 0:.2f}"
     print(f"{name:<14} {label:<8} {str(r.verdict):<8} {wall:7.1f} {s.get('build', 0):7.1f} "
           f"{row['extension_seconds']:6.1f} "

@@ -310,6 +310,10 @@ class BuildCache:
         self.extensions.append(record)
         if with_cuda and not (torch.cuda.is_available() and torch.version.cuda):
             raise NeedsGPU(f"extension '{name}' is CUDA code; building and running it needs a GPU")
+        module_like = a["is_python_module"] and not a["is_standalone"]  # a PyInit_<name> module, importable alone
+        if key in self.prebuilt and module_like:  # built by the build stage's room (build_room._rehearse)
+            record["cached"] = True
+            return _import_so(name, Path(self.prebuilt[key]))
         directory = self.root / "work" / f"load-{key}"
         directory.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
@@ -325,6 +329,9 @@ class BuildCache:
                 raise self._build_error(name, str(exc)) from None
             objdir = self.root / "objects" / key
             objdir.mkdir(parents=True, exist_ok=True)
+            built = sorted(directory.glob(f"{name}*.so"))
+            if built and module_like:  # published with the rest (build_room.publish_build), handed to later rooms
+                shutil.copy2(built[0], objdir / f"{name}.so")
             (objdir / "done").write_text("ok")
         finally:
             _unlock(fd)

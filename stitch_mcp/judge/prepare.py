@@ -43,6 +43,7 @@ class Prepared:
     outputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened output
     state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
+    ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
 
 
 def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack,
@@ -83,7 +84,11 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
         raise StageError("reference_error", f"the reference's get_inputs() returns {counted} inputs on the meta "
                                             f"device and {len(integ.flatten(first))} on {device}")
     with torch.no_grad():
-        warm = reference_output(ref_model, first)
+        copies = integ.clone_inputs(first)
+        warm = reference_output(ref_model, copies, clone=False)
+        writes_inputs = any(isinstance(a, torch.Tensor) and not integ.same_bits(a, b)
+                            for a, b in zip(integ.flatten(copies), integ.flatten(first)))
+        del copies
     flat = integ.flatten(warm)
     templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in flat]
     out_dtype = next((str(o.dtype).replace("torch.", "") for o in templates if isinstance(o, torch.Tensor)), "")
@@ -91,7 +96,8 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
     finite = all(bool(torch.isfinite(o).all()) for o in flat
                  if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
-    p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite, Arena(device))
+    p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite, Arena(device),
+                 ref_writes_inputs=writes_inputs)
     p.inputs = p.arena.layout(integ.flatten(first))
     p.outputs = p.arena.layout(flat)
     return p
@@ -148,9 +154,12 @@ def _init_args(ref_mod) -> list[Any]:
         raise StageError("reference_error", f"the reference's get_init_inputs failed: {type(exc).__name__}: {exc}") from None
 
 
-def reference_output(ref_model, inputs: list[Any]):
+def reference_output(ref_model, inputs: list[Any], clone: bool = True):
+    """The reference's output; on copies of `inputs` unless `clone` is False (the judge's own inputs,
+    which a reference that leaves its inputs alone can read directly: one copy of every input fewer
+    on the card, 6-8 GB for KernelBench's level-1 tasks)."""
     try:
-        return ref_model(*integ.clone_inputs(inputs))
+        return ref_model(*(integ.clone_inputs(inputs) if clone else inputs))
     except BaseException as exc:
         _raise_out_of_memory(exc)
         raise StageError("reference_error", f"reference forward raised {type(exc).__name__}: {exc}"[:3000]) from None
@@ -171,6 +180,7 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     publish_build(room.workdir / "build", Path(spec["build_root"]))  # what it built on first use
     res["extensions"] = [e.model_dump() for e in valid_records(BuiltExtension, loaded.extensions)]  # the room's account
     res["stage_seconds"]["room_load"] = loaded.build_s
+    res["stage_seconds"]["room_cuda"] = loaded.cuda_s
     own = p.ref_model.state_dict()
     names = [k for k, shape in loaded.state.items()
              if isinstance(own.get(k), p.torch.Tensor) and list(own[k].shape) == shape]
@@ -185,7 +195,7 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 
     stage("first_call")
     attach(p, room)
-    first = Call(args=put_inputs(p, p.first_inputs), outputs=[])
+    first = Call(args=put_inputs(p, p.first_inputs), outputs=[], release=True)
     room.send(first)
     return first
 
@@ -196,7 +206,7 @@ def warm_reference(p: Prepared, room: RoomClient) -> None:
     lease. Its weights are its own: built from the seed the judge's were, never through a buffer
     the candidate's room can write to."""
     attach(p, room)
-    room.call(Call(args=put_inputs(p, p.first_inputs), outputs=[]))
+    room.call(Call(args=put_inputs(p, p.first_inputs), outputs=[], release=True))  # idle until timing
 
 
 def restore_weights(p: Prepared, room: RoomClient) -> None:

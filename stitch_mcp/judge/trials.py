@@ -47,7 +47,7 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
         out, called = _candidate_call(p, room, inputs, facts, i)
         with p.torch.no_grad():
-            ref_out = reference_output(p.ref_model, inputs)
+            ref_out = reference_output(p.ref_model, inputs, clone=p.ref_writes_inputs)
         result = _compare(out, ref_out, p)
         if i in facts.unwritten and not result["ok"]:
             result["problems"].append("some elements were never written (they still hold the poison value)")
@@ -100,7 +100,7 @@ def _distribution(p: Prepared, inputs: list[Any], dist: str, seed: int) -> tuple
     try:
         alt = distribute(inputs, dist, seed, p.device)
         with p.torch.no_grad():
-            alt_ref = reference_output(p.ref_model, alt)
+            alt_ref = reference_output(p.ref_model, alt, clone=p.ref_writes_inputs)
         ok = all(bool(p.torch.isfinite(o).all()) for o in integ.flatten(alt_ref)
                  if isinstance(o, p.torch.Tensor) and (o.is_floating_point() or o.is_complex()))
         if ok or not p.warm_finite:
@@ -123,7 +123,7 @@ def _candidate_call(p: Prepared, room: RoomClient, inputs: list[Any], facts: Tri
     args = put_inputs(p, inputs)
     _fill_poison(p)
     sync(p)
-    called = room.call(Call(args=args, outputs=[s[0] if s else None for s in p.outputs], poison=True))
+    called = room.call(Call(args=args, outputs=[s[0] if s else None for s in p.outputs], poison=True, release=True))
     sync(p)
     outs: list[Any] = []
     for k, meta in enumerate(called.outputs):
