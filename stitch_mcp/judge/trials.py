@@ -15,7 +15,15 @@ from stitch_mcp import integrity as integ
 from stitch_mcp.compare import compare, failure_context, near_zero_exploit
 from stitch_mcp.correctness import StageError, distribute, perturb_weights
 from stitch_mcp.door import Call
-from stitch_mcp.judge.prepare import Prepared, attach, put_inputs, reference_output, share_state, sync
+from stitch_mcp.judge.prepare import (
+    Prepared,
+    attach,
+    free_cached,
+    put_inputs,
+    reference_output,
+    share_state,
+    sync,
+)
 from stitch_mcp.judge_room import RoomClient
 
 
@@ -123,6 +131,7 @@ def _candidate_call(p: Prepared, room: RoomClient, inputs: list[Any], facts: Tri
     args = put_inputs(p, inputs)
     _fill_poison(p)
     sync(p)
+    free_cached(p)
     called = room.call(Call(args=args, outputs=[s[0] if s else None for s in p.outputs], poison=True, release=True))
     sync(p)
     outs: list[Any] = []
