@@ -131,7 +131,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     room, reference = rooms["candidate"], rooms["reference"]
     lap = _lap(res["stage_seconds"])  # the parts of timing, for tools/bench_check.py
     restore_weights(p, room)  # the task's weights after a trial re-initialised them: as the reference's room has
-    free_cached(p)  # what the trials left cached in the judge: the rooms' outputs need it now
+    free_cached(p, 4 * p.out_bytes)  # what the trials left cached in the judge: both rooms' outputs need it now
     with _one_core(p, rooms, res):
         timed = time_rooms(spec, p, rooms)
         lap("timing_interleaved")

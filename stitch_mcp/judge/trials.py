@@ -131,7 +131,7 @@ def _candidate_call(p: Prepared, room: RoomClient, inputs: list[Any], facts: Tri
     args = put_inputs(p, inputs)
     _fill_poison(p)
     sync(p)
-    free_cached(p)
+    free_cached(p, 2 * p.out_bytes)  # the room's outputs and as much again for what it makes on the way
     called = room.call(Call(args=args, outputs=[s[0] if s else None for s in p.outputs], poison=True, release=True))
     sync(p)
     outs: list[Any] = []
