@@ -111,28 +111,10 @@ def compile_baseline_known(record: dict[str, Any]) -> bool:
     return bool(record.get("compiled")) or str(record.get("compile_note", "")).startswith("torch.compile failed")
 
 
-def compile_reference(ref_model, inputs: TimingInputs, device: str, stage) -> tuple[Any, str]:
-    """torch.compile of the reference, compiled by a first call: (the compiled model or None, the
-    note for the report). Compiling takes seconds of CPU and needs no exclusive use of the GPU."""
-    import torch
-
-    stage("timing", what="compiling the reference with torch.compile")
-    t0 = time.monotonic()
-    try:
-        compiled_model = torch.compile(ref_model)
-        with torch.no_grad():
-            compiled_model(*inputs.buf)
-        if device == "cuda":
-            torch.cuda.synchronize()
-    except Exception as exc:
-        return None, f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
-    return compiled_model, f"torch.compile (default mode); compiling took {time.monotonic() - t0:.1f} s"
-
-
-def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compiled: tuple[Any, str] | None,
-                      stage) -> dict[str, Any]:
-    """The reference timed in eager mode and, where `compiled` (compile_reference's answer) is
-    given, under torch.compile, the same way as the candidate."""
+def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compare_compile: bool,
+                      stage, keep_compiled: dict | None = None) -> dict[str, Any]:
+    """The reference timed in eager mode and (when asked) under torch.compile, the same way as the
+    candidate. `keep_compiled`: an earlier torch.compile measurement to reuse instead."""
     import torch
 
     buf = inputs.buf
@@ -145,20 +127,27 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compi
         eager = timing_mod.bench(run_ref, **kw)
     eager.pop("method", None)
     out: dict[str, Any] = {"eager": eager, "compiled": None, "compile_note": ""}
-    if compiled is None:
-        return out
-    compiled_model, out["compile_note"] = compiled
-    if compiled_model is not None:
+    if compare_compile and keep_compiled and keep_compiled.get("compiled"):
+        out["compiled"] = keep_compiled["compiled"]
+        out["compile_note"] = keep_compiled.get("compile_note", "")
+    elif compare_compile:
         stage("timing", what="torch.compile")
-
-        def run_c(i: int) -> None:
-            compiled_model(*buf)
-
+        t0 = time.monotonic()
         try:
+            compiled_model = torch.compile(ref_model)
             with torch.no_grad():
+                compiled_model(*buf)
+                if kw["device"] == "cuda":
+                    torch.cuda.synchronize()
+                t_compile = time.monotonic() - t0
+
+                def run_c(i: int) -> None:
+                    compiled_model(*buf)
+
                 comp = timing_mod.bench(run_c, **kw)
             comp.pop("method", None)
             out["compiled"] = comp
+            out["compile_note"] = f"torch.compile (default mode); compiling took {t_compile:.1f} s"
         except Exception as exc:
             out["compile_note"] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
     return out
@@ -179,40 +168,33 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
     init_args = init_inputs(ref_mod)
-    with _gpu_held(spec, torch, ref_mod, init_args, device) as take_device:
+    with _gpu_held(spec, torch, ref_mod, init_args, device):
         stage("inputs")
         ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
         inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
-        compiled = compile_reference(ref_model, inputs, device, stage) if spec.get("compare_compile") else None
-        with take_device():  # the GPU to ourselves for the timing only
-            stage("timing")
-            base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs), compiled, stage)
+        stage("timing")
+        base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs),
+                                 bool(spec.get("compare_compile")), stage)
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
 
 
 @contextlib.contextmanager
 def _gpu_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str):
-    """On a GPU: the reference's share of the card's memory, held throughout; yields a context
-    manager that takes the device itself (memory before the device, as the judge takes them:
-    stitch_mcp.gpu_memory). Without a GPU both hold nothing."""
+    """On a GPU: the reference's share of the card's memory, then the device itself (memory before
+    the device, as the judge takes them: stitch_mcp.gpu_memory)."""
     if device != "cuda":
-        yield contextlib.nullcontext
+        yield
         return
     from stitch_mcp.devices import Gpu, acquire_device
     from stitch_mcp.events import stage
     from stitch_mcp.gpu_memory import held
 
     gpu = spec.get("lease_gpu")
-
-    @contextlib.contextmanager
-    def take_device():
+    with held(gpu, _reference_need(torch, ref_mod, init_args), stage):
         stage("waiting for the device")
         with acquire_device(gpus=[Gpu(**gpu)] if gpu else None):
             yield
-
-    with held(gpu, _reference_need(torch, ref_mod, init_args), stage):
-        yield take_device
 
 
 def _reference_need(torch, ref_mod, init_args: list[Any]) -> int | None:

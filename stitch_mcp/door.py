@@ -103,7 +103,8 @@ class Rehearse(BaseModel):
     the replying Loaded lists every extension the room has built."""
 
     kind: Literal["rehearse"] = "rehearse"
-    reference: str = Field(description="the reference program's file name inside the room's working folder")
+    reference_source: str = Field(description="the reference program (its get_inputs and get_init_inputs); in "
+                                  "the message, since the room's folder is the candidate's to write")
 
 
 class LoadState(BaseModel):

@@ -290,8 +290,7 @@ class RoomClient:
     def rehearse(self, reference_source: str, deadline_s: float) -> Loaded:
         """After `build`: the candidate's model built and called once on the meta device (door.Rehearse),
         so that what it builds on first use is built now."""
-        (self.workdir / "reference_program.py").write_text(reference_source, encoding="utf-8")
-        return self.ask(Rehearse(reference="reference_program.py"), deadline_s=deadline_s)
+        return self.ask(Rehearse(reference_source=reference_source), deadline_s=deadline_s)
 
     def call(self, command: Call) -> Called:
         return self.ask(command)

@@ -120,8 +120,8 @@ class _Room:
                       cuda_s=cuda_s, extensions=cache.extensions)
 
     def rehearse(self, message: Rehearse, _fds) -> Loaded:
-        """See door.Rehearse. On the meta device nothing is allocated and no kernel runs: a C++
-        wrapper's data_ptr() of a meta tensor throws before its launch."""
+        """See door.Rehearse. Nothing is meant to reach a GPU here (no memory share, no lease is
+        held): tensors are made on the meta device, and torch's CUDA is refused (_refuse_cuda)."""
         torch = self.torch
         cls, cache = self.imported or (None, None)
         t0 = time.monotonic()
@@ -129,8 +129,8 @@ class _Room:
             try:
                 from stitch_mcp.loader import import_program
 
-                reference = import_program(Path(message.reference).read_text(encoding="utf-8"), "reference",
-                                           Path.cwd())
+                _refuse_cuda(torch)
+                reference = import_program(message.reference_source, "reference", Path.cwd())
                 with torch.device("meta"), torch.no_grad():
                     model = cls(*reference.get_init_inputs())
                     model(*reference.get_inputs())
@@ -262,6 +262,31 @@ def _check_interface(cls, message: Load) -> None:
                 f"{exc}"))) from None
         except ValueError:  # no signature to read (a builtin): the call itself will tell
             pass
+
+
+def _refuse_cuda(torch) -> None:
+    """Before the rehearsal: torch's CUDA raises in this process from now on (a `.cuda()` in
+    __init__, a tensor made on "cuda"), so the rehearsal allocates nothing on the card and runs no
+    kernel there; a C++ wrapper given a meta tensor may still launch one through an untyped
+    data_ptr() (0). The GPU's architecture, which extension builds need, is read through NVML and
+    pinned in TORCH_CUDA_ARCH_LIST as the build cache names it (build.cache.cuda_arch). Where CUDA
+    already started (at the candidate's import) there is nothing left to refuse."""
+    if not torch.cuda.is_available() or torch.cuda.is_initialized():
+        return
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        caps = sorted({tuple(pynvml.nvmlDeviceGetCudaComputeCapability(h)) for h in handles})
+    except Exception:
+        return
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", ";".join(f"{a}.{b}" for a, b in caps))
+
+    def refused() -> None:
+        raise RuntimeError("no GPU while the build stage rehearses the first call (on the meta device)")
+
+    torch.cuda._lazy_init = refused
 
 
 def _start_cuda(torch) -> float:

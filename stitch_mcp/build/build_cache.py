@@ -304,16 +304,20 @@ class BuildCache:
         with_cuda = any(s.endswith((".cu", ".cuh")) for s in sources) if a["with_cuda"] is None else a["with_cuda"]
         options = {k: a[k] for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
                                      "with_cuda", "is_python_module", "is_standalone")}
-        key = _sha("load", [Path(s).name for s in sources], contents, options, env_fingerprint(with_cuda))[:40]
-        name = str(a["name"])
+        name = str(a["name"])  # in the key: the .so exports PyInit_<name> (a random name per process is common)
+        key = _sha("load", name, [Path(s).name for s in sources], contents, options, env_fingerprint(with_cuda))[:40]
         record = {"name": name, "key": key, "module": name, "cached": False, "seconds": 0.0, "with_cuda": with_cuda}
         self.extensions.append(record)
         if with_cuda and not (torch.cuda.is_available() and torch.version.cuda):
             raise NeedsGPU(f"extension '{name}' is CUDA code; building and running it needs a GPU")
         module_like = a["is_python_module"] and not a["is_standalone"]  # a PyInit_<name> module, importable alone
         if key in self.prebuilt and module_like:  # built by the build stage's room (build_room._rehearse)
-            record["cached"] = True
-            return _import_so(name, Path(self.prebuilt[key]))
+            try:
+                module = _import_so(name, Path(self.prebuilt[key]))
+                record["cached"] = True
+                return module
+            except ImportError:  # not what its key says: built again below
+                pass
         directory = self.root / "work" / f"load-{key}"
         directory.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
@@ -329,7 +333,7 @@ class BuildCache:
                 raise self._build_error(name, str(exc)) from None
             objdir = self.root / "objects" / key
             objdir.mkdir(parents=True, exist_ok=True)
-            built = sorted(directory.glob(f"{name}*.so"))
+            built = [p for p in (directory / f"{name}.so", *directory.glob(f"{name}.*.so")) if p.is_file()]
             if built and module_like:  # published with the rest (build_room.publish_build), handed to later rooms
                 shutil.copy2(built[0], objdir / f"{name}.so")
             (objdir / "done").write_text("ok")

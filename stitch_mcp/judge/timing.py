@@ -17,13 +17,7 @@ from typing import Any
 
 from stitch_mcp import integrity as integ
 from stitch_mcp.compare import compare
-from stitch_mcp.correctness import (
-    TimingInputs,
-    bench_options,
-    compile_baseline_known,
-    compile_reference,
-    measure_baselines,
-)
+from stitch_mcp.correctness import TimingInputs, bench_options, compile_baseline_known, measure_baselines
 from stitch_mcp.door import Arg, Batch, Call, Run
 from stitch_mcp.gpu_memory import BATCH_BYTES  # inputs and outputs of one batch's calls, in shared buffers
 from stitch_mcp.judge.prepare import Prepared, attach, put_inputs, reference_output, sync
@@ -537,8 +531,7 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
     if not base or not compile_baseline_known(base):
         stage("timing", what="torch.compile")
         inputs = TimingInputs(p.ref_mod, p.device, spec["timing_seeds"])
-        compiled = compile_reference(p.ref_model, inputs, p.device, stage)
-        base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), compiled, stage)
+        base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), True, stage)
         timing["clean_baselines"] = base  # check.py caches these for the task
     timing["baselines_cached"] = "clean_baselines" not in timing
     timing["compiled"], timing["compile_note"] = base.get("compiled"), base.get("compile_note", "")
