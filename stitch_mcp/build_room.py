@@ -101,15 +101,20 @@ def _rehearse(room, reference_source: str, loaded, deadline_s: float):
     """The candidate's model built and called once on the meta device (door.Rehearse): a
     `load_inline` in `__init__` or in the first `forward` builds here, on the CPU, rather than in
     the run stage while the check holds its share of the GPU's memory (the run stage's room is
-    handed what was built). Its failures are not the build's: the run stage calls the model for
-    real, and a room that died or overran its time here is only noted (the build stands)."""
+    handed what was built). Its failures are not the build's but one: CUDA code on a host without
+    a GPU (needs_gpu, as at import); the run stage calls the model for real, and a room that died
+    or overran its time here is only noted (the build stands)."""
     from stitch_mcp.judge_room import RoomGone
 
     try:
         return room.rehearse(reference_source, max(deadline_s, 1.0))
-    except (StageError, RoomGone) as exc:
+    except StageError as exc:
+        if exc.kind == "needs_gpu":  # CUDA code compiled as far as this host allows (room.rehearse)
+            raise
         log.info("rehearsing the first call in the build room: %s", exc)
-        return loaded
+    except RoomGone as exc:
+        log.info("rehearsing the first call in the build room: %s", exc)
+    return loaded
 
 
 def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> BuildStageResult:

@@ -122,20 +122,29 @@ class _Room:
     def rehearse(self, message: Rehearse, _fds) -> Loaded:
         """See door.Rehearse. Nothing is meant to reach a GPU here (no memory share, no lease is
         held): tensors are made on the meta device, and torch's CUDA is refused (_refuse_cuda)."""
+        from stitch_mcp.loader import import_program
+
         torch = self.torch
         cls, cache = self.imported or (None, None)
         t0 = time.monotonic()
+
+        def first_use() -> None:
+            _refuse_cuda(torch)
+            reference = import_program(message.reference_source, "reference", Path.cwd())
+            with torch.device("meta"), torch.no_grad():
+                cls(*reference.get_init_inputs())(*reference.get_inputs())
+
         if cls is not None:
             try:
-                from stitch_mcp.loader import import_program
-
-                _refuse_cuda(torch)
-                reference = import_program(message.reference_source, "reference", Path.cwd())
-                with torch.device("meta"), torch.no_grad():
-                    model = cls(*reference.get_init_inputs())
-                    model(*reference.get_inputs())
-            except BaseException:  # not a verdict: the run stage calls it for real
-                pass
+                _guarded("init", first_use)
+            except _CandidateError as exc:
+                # CUDA code compiled as far as this host allows is the build's outcome, as at import
+                # (the run stage would compile it again to say the same); anything else is not a
+                # verdict: the meta device, a refused GPU, or a build on a path that the real call
+                # may not take (a candidate choosing its source by x.is_cuda)
+                if exc.failed.error_kind == "needs_gpu":
+                    exc.failed.extra["extensions"] = cache.extensions
+                    raise
         return Loaded(build_s=round(time.monotonic() - t0, 3), extensions=cache.extensions if cache else [])
 
     def load_state(self, message: LoadState, _fds) -> Done:

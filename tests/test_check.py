@@ -293,6 +293,19 @@ def test_cuda_candidate_compiles_and_needs_gpu():
     assert r2.error_kind == "needs_gpu" and r2.build.cached
 
 
+def test_cuda_built_at_construction_needs_gpu_from_the_build_stage():
+    """The build stage's rehearsal compiles CUDA code built on first use as far as this host allows:
+    `needs_gpu` comes from the build, and the run stage does not compile it again."""
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not installed")
+    r = check("ref_relu", "cand_cuda_plain_lazy")
+    assert r.verdict == "error" and r.error_kind == "needs_gpu", r.summary
+    assert [e.name for e in r.build.extensions] == ["relu_plain_lazy"] and r.build.extensions[0].with_cuda
+    assert "run" not in r.stage_seconds, r.stage_seconds
+    r2 = check("ref_relu", "cand_cuda_plain_lazy")  # compiled before: no build room at all
+    assert r2.error_kind == "needs_gpu" and r2.build.cached
+
+
 @pytest.mark.slow  # compiles the binding twice, the second time against all of torch/extension.h: 268 s
 # of the CPU suite's 38 min on a loaded 2-core host (the slowest test by 2x), close to a 300 s timeout
 def test_binding_needing_more_than_per_operator_headers_is_rebuilt_with_the_real_header():
