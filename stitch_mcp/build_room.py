@@ -77,9 +77,15 @@ def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_
         loaded = room.build(settings.build_timeout_s)
         if reference_source is not None:
             loaded = _rehearse(room, reference_source, loaded, settings.build_timeout_s - (time.monotonic() - t0))
-        res.result = BuildStageResult(extensions=valid_records(BuiltExtension, loaded.extensions))
-        publish_build(room.workdir / "build", scope)
-        write_manifest(scope, candidate_source, {"extensions": loaded.extensions, "needs_gpu": ""})
+        room.kill()  # nothing of the candidate runs while its folder is copied
+        published = set(publish_build(room.workdir / "build", scope))
+        records = valid_records(BuiltExtension, loaded.extensions)
+        res.result = BuildStageResult(extensions=records)
+        # the manifest names what was built: a record whose build failed in the rehearsal (the run
+        # stage builds and judges it) would make every later check of this source build again
+        write_manifest(scope, candidate_source, {"extensions": [
+            r.model_dump() for r in records if r.key in published or (scope / "objects" / r.key / "done").is_file()],
+            "needs_gpu": ""})
     except StageError as exc:
         res.result = _failed_build(exc, room, scope, candidate_source)
         res.status = "ok" if res.result.needs_gpu is not None else "error"
@@ -123,6 +129,7 @@ def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> 
     extra = exc.extra
     extensions, diagnostics = extra.get("extensions") or [], extra.get("diagnostics") or []
     if exc.kind == "needs_gpu":  # compiled as far as this host allows: keep that for next time
+        room.kill()
         publish_build(room.workdir / "build", scope)
         write_manifest(scope, candidate_source, {"extensions": extensions, "needs_gpu": exc.message,
                                                  "diagnostics": diagnostics})
@@ -135,37 +142,85 @@ def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> 
 
 def publish_build(built: Path, scope: Path) -> list[str]:
     """Copy each finished object folder (`objects/<key>/` with its `done` or `compiled` marker)
-    the room made into the scope, ours and read-only; returns the keys published."""
-    published = []
-    source = built / "objects"
-    if not source.is_dir():
+    the room made into the scope, ours and read-only; returns the keys published. The room may
+    still be running and swapping its files for links while we copy: every entry is opened once,
+    without following links, relative to its opened folder, and copied from what was opened."""
+    published: list[str] = []
+    source = _open_dir(built.parent, built.name, "objects")  # built.parent: the room's folder, made by us
+    if source is None:
         return published
     target_root = scope / "objects"
     target_root.mkdir(parents=True, exist_ok=True)
-    for folder in source.iterdir():
-        if folder.is_symlink() or not folder.is_dir() or (target_root / folder.name).exists():
-            continue
-        if not ((folder / "done").is_file() or (folder / "compiled").is_file()):
-            continue
-        tmp = target_root / f".{folder.name}.{os.getpid()}"
-        shutil.copytree(folder, tmp, symlinks=True, ignore=_only_regular_files)
-        _read_only(tmp)
-        try:
-            os.replace(tmp, target_root / folder.name)
-            published.append(folder.name)
-        except OSError:  # published meanwhile by another check of the same source
-            shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for entry in os.scandir(source):
+            if (target_root / entry.name).exists():
+                continue
+            folder = _open_entry(entry.name, source)
+            if folder is None or not stat.S_ISDIR(os.fstat(folder).st_mode):
+                _close(folder)
+                continue
+            try:
+                tmp = target_root / f".{entry.name}.{os.getpid()}"
+                _copy_regular_tree(folder, tmp)
+                if not ((tmp / "done").is_file() or (tmp / "compiled").is_file()):
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    continue
+                _read_only(tmp)
+                try:
+                    os.replace(tmp, target_root / entry.name)
+                    published.append(entry.name)
+                except OSError:  # published meanwhile by another check of the same source
+                    shutil.rmtree(tmp, ignore_errors=True)
+            finally:
+                os.close(folder)
+    finally:
+        os.close(source)
     return published
 
 
-def _only_regular_files(directory: str, names: list[str]) -> set[str]:
-    """What not to copy: links (a room could point one at any file of ours) and special files."""
-    skip = set()
+def _open_dir(root: Path, *names: str) -> int | None:
+    """`root/names...` opened as a folder, no link followed below `root` (ours); None if it is not one."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY) if root.is_dir() else None
     for name in names:
-        mode = os.lstat(os.path.join(directory, name)).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            skip.add(name)
-    return skip
+        if fd is None:
+            return None
+        inner = _open_entry(name, fd)
+        os.close(fd)
+        fd = inner if inner is not None and stat.S_ISDIR(os.fstat(inner).st_mode) else _close(inner)
+    return fd
+
+
+def _open_entry(name: str, dir_fd: int) -> int | None:
+    """An entry of an opened folder, opened without following a link (and without waiting on a FIFO)."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:  # a link (ELOOP), a socket, or gone
+        return None
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+def _copy_regular_tree(dir_fd: int, target: Path, depth: int = 0) -> None:
+    """Regular files and folders of an opened folder into `target` (created here): links, FIFOs
+    and devices are left out, and nothing is followed."""
+    target.mkdir()
+    for entry in os.scandir(dir_fd):
+        fd = _open_entry(entry.name, dir_fd)
+        if fd is None:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode) and depth < 8:
+                _copy_regular_tree(fd, target / entry.name, depth + 1)
+            elif stat.S_ISREG(mode):
+                os.set_blocking(fd, True)
+                with open(target / entry.name, "xb") as out, os.fdopen(os.dup(fd), "rb") as src:
+                    shutil.copyfileobj(src, out)
+        finally:
+            os.close(fd)
 
 
 def _read_only(root: Path) -> None:

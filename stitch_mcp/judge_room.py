@@ -262,7 +262,8 @@ class RoomClient:
     def send_load(self, device: str, init_args: list[Any], n_inputs: int | None = None) -> None:
         """Ask the room to import its program and build its model; `loaded` takes the answer, so
         two rooms can load (and start CUDA) at once."""
-        prebuilt, fds = _prebuilt(Path(self.build_root))
+        # the candidate's builds go to its own room only: the reference's room times eager
+        prebuilt, fds = _prebuilt(Path(self.build_root)) if self.model_class == "ModelNew" else ({}, [])
         self._loading = Load(program="program.py", model_class=self.model_class, init_args=init_args,
                              n_inputs=n_inputs, device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                              prebuilt=prebuilt)

@@ -128,21 +128,29 @@ class _Room:
         cls, cache = self.imported or (None, None)
         t0 = time.monotonic()
 
-        def first_use() -> None:
+        model: list[Any] = []
+
+        def construct() -> None:
             _refuse_cuda(torch)
             reference = import_program(message.reference_source, "reference", Path.cwd())
             with torch.device("meta"), torch.no_grad():
-                cls(*reference.get_init_inputs())(*reference.get_inputs())
+                model.append(cls(*reference.get_init_inputs()))
+                model.append(reference.get_inputs())
+
+        def call() -> None:
+            with torch.device("meta"), torch.no_grad():
+                model[0](*model[1])
 
         if cls is not None:
             try:
-                _guarded("init", first_use)
+                _guarded("init", construct)
+                _guarded("call", call)
             except _CandidateError as exc:
-                # CUDA code compiled as far as this host allows is the build's outcome, as at import
-                # (the run stage would compile it again to say the same); anything else is not a
-                # verdict: the meta device, a refused GPU, or a build on a path that the real call
-                # may not take (a candidate choosing its source by x.is_cuda)
-                if exc.failed.error_kind == "needs_gpu":
+                # CUDA code built at construction that compiled as far as this host allows is the
+                # build's outcome, as at import (the run stage would compile it again to say the
+                # same); anything else is not a verdict: the meta device, a refused GPU, or a build
+                # in forward on a path the real call may not take (meta is neither "cpu" nor "cuda")
+                if exc.failed.error_kind == "needs_gpu" and len(model) < 2:
                     exc.failed.extra["extensions"] = cache.extensions
                     raise
         return Loaded(build_s=round(time.monotonic() - t0, 3), extensions=cache.extensions if cache else [])

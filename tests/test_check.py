@@ -235,6 +235,31 @@ def test_the_rehearsal_writes_nothing_where_the_candidate_points(tmp_path):
     assert r.verdict == "pass", r.summary
 
 
+def test_publishing_a_build_follows_no_link_and_opens_no_fifo(tmp_path):
+    """What a room built is copied out while the room may still run: a link to a file of ours (a
+    .so, a `done` marker, a whole object folder, the build folder itself) is never followed, and a
+    FIFO does not block the copy."""
+    from stitch_mcp.build_room import publish_build
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the server's")
+    objects = tmp_path / "room" / "build" / "objects"
+    (objects / "k1").mkdir(parents=True)
+    (objects / "k1" / "done").write_text("ok")
+    (objects / "k1" / "ext.so").write_bytes(b"\x7fELF")
+    os.symlink(secret, objects / "k1" / "leak.so")
+    os.mkfifo(objects / "k1" / "fifo")
+    (objects / "k2").mkdir()
+    os.symlink(secret, objects / "k2" / "done")
+    os.symlink(tmp_path, objects / "k3")
+    scope = tmp_path / "scope"
+    assert publish_build(tmp_path / "room" / "build", scope) == ["k1"]
+    assert sorted(p.name for p in (scope / "objects" / "k1").iterdir()) == ["done", "ext.so"]
+    (tmp_path / "room2").mkdir()
+    os.symlink(tmp_path / "room" / "build", tmp_path / "room2" / "build")
+    assert publish_build(tmp_path / "room2" / "build", tmp_path / "scope2") == []
+
+
 def test_build_output_is_ours_read_only_and_scoped_to_the_source(cpp_cold):
     """The room builds in its own folder; the trusted side copies the finished objects into the
     candidate source's own cache scope, owned by the server's user and read-only."""
