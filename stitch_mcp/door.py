@@ -92,6 +92,8 @@ class Load(BaseModel):
     n_inputs: int | None = Field(None, description="how many inputs forward will get (for a clear interface error)")
     device: str = "cpu"
     visible_devices: str | None = Field(None, description="CUDA_VISIBLE_DEVICES to set before CUDA starts")
+    device_order: str | None = Field(None, description="CUDA_DEVICE_ORDER that visible_devices counts in (the "
+                                     "judge's: PCI_BUS_ID, as NVML numbers GPUs)")
     prebuilt: dict[str, int] = Field(default_factory=dict, description="extension key -> index of the .so's "
                                      "file descriptor among those attached to this message")
 

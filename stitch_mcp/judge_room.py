@@ -53,8 +53,8 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
 CALL_S = 120.0
 FLOOD_BYTES = 32 * 1024 * 1024
-ROOM_ENV = ("CUDA_VISIBLE_DEVICES", "OMP_WAIT_POLICY", "CUDA_MODULE_LOADING", "PYTORCH_NVML_BASED_CUDA_CHECK", "TORCH_CUDA_ARCH_LIST",
-            "CUDA_HOME", "CUDA_PATH", "CXX", "CC", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS",
+ROOM_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_WAIT_POLICY", "CUDA_MODULE_LOADING",
+            "PYTORCH_NVML_BASED_CUDA_CHECK", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CXX", "CC", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS",
             "MAX_JOBS", "CPATH", "LIBRARY_PATH", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES")
 
 
@@ -266,6 +266,7 @@ class RoomClient:
         prebuilt, fds = _prebuilt(Path(self.build_root)) if self.model_class == "ModelNew" else ({}, [])
         self._loading = Load(program="program.py", model_class=self.model_class, init_args=init_args,
                              n_inputs=n_inputs, device=device, visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                             device_order=os.environ.get("CUDA_DEVICE_ORDER"),
                              prebuilt=prebuilt)
         try:
             self.send(self._loading, fds)

@@ -89,6 +89,8 @@ class _Room:
         torch = self.torch
         if message.visible_devices is not None:  # a spare room learns its GPU here, before CUDA starts
             os.environ["CUDA_VISIBLE_DEVICES"] = message.visible_devices
+            if message.device_order:  # on a host of mixed GPUs CUDA's default order is not NVML's
+                os.environ["CUDA_DEVICE_ORDER"] = message.device_order
         self.device = message.device
         cuda_s = _start_cuda(torch) if self.device.startswith("cuda") else 0.0
         t0 = time.monotonic()
