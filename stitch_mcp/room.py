@@ -60,7 +60,7 @@ class _Room:
         self.device = "cpu"
         self.last_outputs: list[Any] = []
         self.ready_batch: tuple[list[Any], bool] = ([], True)
-        self.imported: tuple[Any, Any] | None = None  # (module, build cache) of an import-only Load
+        self.imported: tuple[Any, Any] | None = None  # (the model class, the build cache) of an import-only Load
 
     # -------------------------------------------------------------- commands
 
@@ -129,8 +129,7 @@ class _Room:
         torch = self.torch
         cls, cache = self.imported or (None, None)
         t0 = time.monotonic()
-
-        model: list[Any] = []
+        model: list[Any] = []  # the model and its inputs, once constructed
 
         def construct() -> None:
             _refuse_cuda(torch)
