@@ -129,8 +129,8 @@ class Call(BaseModel):
     outputs: list[SharedTensor | None] = Field(default_factory=list)
     timed: bool = False
     poison: bool = False
-    release: bool = Field(False, description="afterwards, free the call's outputs and give the room's cached GPU "
-                          "memory back to the driver (an untimed call after which the judge allocates)")
+    release: bool = Field(False, description="on a GPU, afterwards, free the call's outputs and give the room's "
+                          "cached memory back to the driver (an untimed call after which the judge allocates)")
 
 
 class Batch(BaseModel):

@@ -171,7 +171,10 @@ class _Room:
         args = [self.shared.view(a.tensor) if a.tensor is not None else a.value for a in message.args]
         targets = [self.shared.view(o) if o is not None else None for o in message.outputs]
         cuda = self.device.startswith("cuda")
-        self.last_outputs = []  # the last call's outputs are freed before this one's are made, not after
+        if cuda:  # the last call's outputs freed before this one's are made (6-8 GB each on KernelBench's level 1);
+            # not on a CPU, where glibc could then give the poisoned blocks back to the system and the
+            # candidate fresh zero pages (an unwritten output went unseen)
+            self.last_outputs = []
         if message.poison:
             _poison_free_memory(targets, self.device)
         with torch.no_grad():
@@ -188,10 +191,9 @@ class _Room:
             metas = _copy_outputs(torch, self.last_outputs, targets, args)  # before any synchronize
             if cuda:
                 torch.cuda.synchronize()
-            if message.release:
+            if message.release and cuda:
                 out, self.last_outputs = None, []
-                if cuda:
-                    torch.cuda.empty_cache()
+                torch.cuda.empty_cache()
         room_ms = None
         if message.timed:
             room_ms = start.elapsed_time(end) if cuda else (h1 - h0) * 1e3
