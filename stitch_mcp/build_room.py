@@ -114,13 +114,11 @@ def _rehearse(room, reference_source: str, loaded, deadline_s: float):
 
     try:
         return room.rehearse(reference_source, max(deadline_s, 1.0))
-    except StageError as exc:
-        if exc.kind == "needs_gpu":  # CUDA code compiled as far as this host allows (room.rehearse)
+    except (StageError, RoomGone) as exc:
+        if isinstance(exc, StageError) and exc.kind == "needs_gpu":  # compiled as far as this host allows
             raise
         log.info("rehearsing the first call in the build room: %s", exc)
-    except RoomGone as exc:
-        log.info("rehearsing the first call in the build room: %s", exc)
-    return loaded
+        return loaded
 
 
 def _failed_build(exc: StageError, room, scope: Path, candidate_source: str) -> BuildStageResult:

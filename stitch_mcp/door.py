@@ -121,7 +121,6 @@ class Call(BaseModel):
 
     `timed`: bracket the call with the room's own clock (CUDA events on a GPU) and report it.
     `poison`: fill the allocator's free memory first, so elements the candidate never writes show.
-    `release`: see the field.
     """
 
     kind: Literal["call"] = "call"

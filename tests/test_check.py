@@ -209,11 +209,16 @@ def test_an_extension_built_on_first_use_is_built_by_the_build_stage(cand, name)
 
 
 @pytest.mark.timeout(300)  # two C++ builds of the same source
-def test_an_extension_named_afresh_in_every_process_is_built_again_not_mistaken():
-    """cpp_extension.load under a random name: what the build stage built exports another module
-    name, so the run stage's room builds its own (a prebuilt module under the wrong name failed
-    the candidate's construction)."""
-    r = check("ref_relu", "cand_relu_cpp_load_random_name")
+def test_an_extension_named_afresh_in_every_process_is_built_again_not_mistaken(tmp_path):
+    """cpp_extension.load under a name drawn afresh each time (to dodge torch's own extension
+    cache): what the build stage built exports another module name, so the run stage's room builds
+    its own (a prebuilt module under the wrong name failed the candidate's construction)."""
+    source = Path(prog("cand_relu_cpp_load_tmp")).read_text()
+    fixed = 'load(name="relu_cpp_tmp",'
+    assert fixed in source
+    cand = tmp_path / "cand_relu_cpp_load_random_name.py"
+    cand.write_text("import uuid\n" + source.replace(fixed, 'load(name="relu_cpp_tmp_" + uuid.uuid4().hex[:8],'))
+    r = compile_and_check(reference=prog("ref_relu"), candidate=str(cand), timing=False, compare_compile=False)
     assert r.verdict == "pass", r.summary
 
 

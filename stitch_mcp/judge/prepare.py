@@ -44,7 +44,11 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
-    out_bytes: int = 0  # one set of outputs
+
+    @property
+    def out_bytes(self) -> int:
+        """One set of outputs."""
+        return integ.tensor_bytes(self.templates)
 
 
 def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack,
@@ -101,7 +105,6 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
                  ref_writes_inputs=writes_inputs)
     p.inputs = p.arena.layout(integ.flatten(first))
     p.outputs = p.arena.layout(flat)
-    p.out_bytes = integ.tensor_bytes(templates)
     return p
 
 
