@@ -188,8 +188,8 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                                                        source_line=_line(cand.source, line))]
             return _finish(report, ws, t_start, session)
 
-        needs_gpu, early_baselines = _build_step(report, task, cand, ws, settings, progress, timing=timing,
-                                                 compare_compile=compare_compile)
+        baselines = _start_baselines(task, ws, settings, timing=timing, compare_compile=compare_compile)
+        needs_gpu = _build_step(report, task, cand, settings, progress)
         if report.verdict == "error":
             return _finish(report, ws, t_start, session)
         if needs_gpu:
@@ -197,7 +197,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             report.reasons = [f"needs a GPU to run: {needs_gpu}. Run the check on a machine "
                               "with a CUDA device (correctness and timing were not measured)"]
             return _finish(report, ws, t_start, session)
-        _run_step(report, task, cand, ws, settings, progress, workroot, early_baselines, trials=trials,
+        _run_step(report, task, cand, ws, settings, progress, workroot, baselines, trials=trials,
                   timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol, tolerance=tolerance)
         progress.update(3, 3, "done")
         return _finish(report, ws, t_start, session)
@@ -205,31 +205,23 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         shutil.rmtree(workroot, ignore_errors=True)
 
 
-def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progress, *, timing: bool,
-                compare_compile: bool) -> tuple[str, threading.Thread | None]:
+def _build_step(report: CheckReport, task, cand, settings, progress: Progress) -> str:
     """The build (in a sandboxed room) unless the candidate source's cache scope has it: returns
-    (why it needs a GPU, or "") and the thread timing torch.compile's baseline meanwhile, if any.
-    A failed build leaves report.verdict "error"."""
+    why it needs a GPU, or "". A failed build leaves report.verdict "error"."""
     from stitch_mcp.build.cache import cached_manifest
     from stitch_mcp.build_room import build_in_room
-    from stitch_mcp.correctness import compile_baseline_known
 
     scope = candidate_scope(Path(settings.build_dir).expanduser(), cand.source)
     manifest = cached_manifest(scope, cand.source)
     if manifest is None and not any(w in cand.source for w in ("cpp_extension", "load_inline", "load(")):
         manifest = {"extensions": []}  # nothing to build: straight to the run stage
-    early_baselines = None
-    if manifest is None and timing and compare_compile and _cuda_possible() \
-            and not any(map(compile_baseline_known,
-                            _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
-        early_baselines = _baselines_during_build(task.source, task.task_id, compare_compile, {}, progress)
     if manifest is not None:
         report.build = BuildReport(ok=True, cached=True, extensions=[
             _extension({**e, "cached": True, "seconds": 0.0}) for e in manifest.get("extensions", [])],
             diagnostics=valid_records(Diagnostic, manifest.get("diagnostics", [])))
         report.stage_seconds["build"] = 0.0
         progress.update(1, 3, "build cached")
-        return manifest.get("needs_gpu") or "", early_baselines
+        return manifest.get("needs_gpu") or ""
     progress.update(0, 3, "building (in the candidate's sandbox)")
     res = build_in_room(cand.source, scope, settings, gpu=_cuda_possible(), register_kill=progress.on_cancel,
                         progress=progress, reference_source=task.source)
@@ -239,28 +231,27 @@ def _build_step(report: CheckReport, task, cand, ws, settings, progress: Progres
     if not res.ok or built.error:
         _error_from(report, res, stage="build", source=cand.source)
         report.output = _trim(res.output)
-        return "", early_baselines
+        return ""
     progress.update(1, 3, "built")
-    return built.needs_gpu or "", early_baselines
+    return built.needs_gpu or ""
 
 
 def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress, workroot: Path,
-              early_baselines: threading.Thread | None, *, trials: int, timing: bool, compare_compile: bool,
+              baselines: threading.Thread | None, *, trials: int, timing: bool, compare_compile: bool,
               atol: float | None, rtol: float | None, tolerance: str) -> None:
     """The run stage: the judge (a trusted worker) with the candidate's rooms, on a GPU chosen now
-    and leased by the judge for its trials and timing."""
+    and leased by the judge for its trials and timing; then torch.compile's baseline from the
+    baseline worker (`baselines`) where the judge left it to that worker."""
     from stitch_mcp.ceilings import reference_flops
     from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.gpu_memory import out_of_memory_beside_others
     from stitch_mcp.worker import run_worker
 
-    if early_baselines is not None:
-        progress.update(1, 3, "waiting for the reference's baselines")
-        early_baselines.join()
     spec = run_spec(task.source, cand.source, Path(settings.build_dir).expanduser(), settings, trials=trials,
                     timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol,
                     baselines=_cached_baselines(ws, task.task_id, settings.timing_iters),
                     limits=_limits(settings.run_timeout_s, _cuda_possible()), tolerance=tolerance)
+    spec["compile_baseline_pending"] = baselines is not None and baselines.is_alive()
     # the roofline floor counts the reference's FLOPs where profile_reference measured them
     spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference", task_id=task.task_id))
     progress.update(1, 3, "running correctness, integrity and timing")
@@ -273,20 +264,42 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     gpu = choose_device()
     spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
     res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
-                     on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
+                     on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu), until_result=True)
     progress.check()
     if out_of_memory_beside_others(_run_result(res), f"{res.kind} {res.message}"):
         progress.update(1, 3, "out of GPU memory beside other checks: judged again with the card to itself")
+        report.stage_seconds["run_beside_others"] = round(res.seconds, 3)
         spec["whole_card"] = True
         res = run_worker("run", spec, workdir=workroot / "run-whole-card", timeout_s=settings.run_timeout_s,
-                         on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu))
+                         on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu), until_result=True)
         progress.check()
     out = _read_run(report, res, spec)
     if not res.ok or out.error:
         _error_from(report, res, stage="run", source=cand.source)
-    else:
-        _store_baselines(ws, task.task_id, out, settings.timing_iters)
-        _verdict(report)
+        return
+    _store_baselines(ws, task.task_id, out, settings.timing_iters)
+    if spec["compile_baseline_pending"] and report.timing is not None:
+        _compile_baseline(report, baselines, ws, task.task_id, settings, progress)
+    _verdict(report)
+
+
+def _compile_baseline(report: CheckReport, baselines: threading.Thread, ws, task_id: str, settings,
+                      progress: Progress) -> None:
+    """torch.compile's time from the baseline worker that timed it beside this check."""
+    progress.update(2, 3, "waiting for torch.compile's baseline")
+    t0 = time.monotonic()
+    baselines.join()
+    report.stage_seconds["compile_baseline_wait"] = round(time.monotonic() - t0, 3)
+    base = _cached_baselines(ws, task_id, settings.timing_iters).get(report.device or "")
+    tr = report.timing
+    if not base or not base.get("compiled"):
+        tr.compile_note = (base or {}).get("compile_note") or \
+            "torch.compile's baseline was not timed (its worker failed: see the server's log)"
+        return
+    tr.compiled = _as(TimingStats, MeasuredTimes.model_validate(base["compiled"]))
+    tr.compile_note, tr.baselines_cached = base.get("compile_note", ""), True
+    if tr.candidate and tr.candidate.median_ms > 0:
+        report.speedup_vs_compile = round(tr.compiled.median_ms / tr.candidate.median_ms, 4)
 
 
 def _run_result(res) -> RunStageResult:
@@ -664,20 +677,47 @@ def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
     return cached
 
 
-def _baselines_during_build(reference_source: str, task_id: str, compare_compile: bool, env: dict[str, str],
-                            progress: Progress) -> threading.Thread:
-    """Time the reference (eager and torch.compile) on a GPU in a worker of its own while the
-    candidate builds on the CPU, and store the result as the task's baselines: a task's first
-    candidate then waits for the longer of the two instead of their sum. The thread outlives a
-    failed build (the task's next candidate uses what it measures); cancelling the call kills it."""
+_baseline_runs: dict[str, threading.Thread] = {}  # task_id -> the baseline worker's thread timing it now
+_baseline_runs_lock = threading.Lock()
+
+
+def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool) -> threading.Thread | None:
+    """Time the reference (eager and torch.compile) on a GPU in a worker of its own, beside the
+    check (its build, its run stage), where the task's cache does not settle torch.compile yet; one
+    such worker per task at a time (a check that finds one running waits for that one). Returns
+    its thread, or None where none is needed."""
+    from stitch_mcp.correctness import compile_baseline_known
+
+    if not (timing and compare_compile and _cuda_possible()):
+        return None
+    with _baseline_runs_lock:
+        running = _baseline_runs.get(task.task_id)
+        if running is not None and running.is_alive():
+            return running
+        if any(map(compile_baseline_known, _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
+            return None
+        thread = _time_baselines(task.source, task.task_id, compare_compile)
+        _baseline_runs[task.task_id] = thread
+        return thread
+
+
+def _time_baselines(reference_source: str, task_id: str, compare_compile: bool,
+                    env: dict[str, str] | None = None) -> threading.Thread:
+    """Start a thread that times the reference in the baseline worker (correctness.baseline_stage)
+    and stores the result as the task's baselines; join it. It outlives the check that started it
+    (a failed build, a cancelled call): the task's next candidate uses what it measures. The worker
+    is a fresh one, not a spare: spares are for the run stages waiting on them."""
     from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.store import get_workspace
     from stitch_mcp.worker import run_worker
 
+    from stitch_mcp.gpu_memory import out_of_memory
+
     settings = get_settings()
+    # one set of inputs (gpu_memory.BASELINE_COPIES): the reference and torch.compile's code are ours,
+    # with no cache of earlier inputs to defeat
     spec = {"reference_source": reference_source, "compare_compile": compare_compile,
-            "timing_iters": settings.timing_iters,
-            "timing_seeds": [secrets.randbelow(2 ** 31 - 1) for _ in range(2)],
+            "timing_iters": settings.timing_iters, "timing_seeds": [secrets.randbelow(2 ** 31 - 1)],
             "limits": _limits(settings.run_timeout_s, True)}
 
     def measure() -> None:
@@ -685,17 +725,21 @@ def _baselines_during_build(reference_source: str, task_id: str, compare_compile
         try:
             gpu = choose_device()  # the worker holds its GPU memory, then the device (correctness.baseline_stage)
             spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
-            # inductor's pool of compile processes would take the cores the build is using;
+            # inductor's pool of compile processes would take the cores builds are using;
             # the number of compile threads changes how long compiling takes, not its kernels
-            res = run_worker("baseline", spec, workdir=workdir, timeout_s=settings.run_timeout_s,
-                             register_kill=progress.on_cancel,
-                             env={**env, **pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"})
+            env_all = {**(env or {}), **pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+            res = run_worker("baseline", spec, workdir=workdir / "1", timeout_s=settings.run_timeout_s, spare=False,
+                             env=env_all, until_result=True)
+            if not res.ok and out_of_memory(f"{res.kind} {res.message}"):  # its share was too small: the whole card
+                spec["whole_card"] = True
+                res = run_worker("baseline", spec, workdir=workdir / "2", timeout_s=settings.run_timeout_s,
+                                 spare=False, env=env_all, until_result=True)
             if res.ok:
                 _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
-            else:  # the run stage measures them itself
-                log.warning("baselines alongside the build: %s %s", res.kind, res.message[:300])
+            else:  # the next run stage of the task times them itself
+                log.warning("the baseline worker: %s %s", res.kind, res.message[:300])
         except Exception:
-            log.exception("baselines alongside the build failed")
+            log.exception("the baseline worker failed")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ class StageError(Exception):
 # ------------------------------------------------------------------ inputs and weights
 
 
+# Elements drawn at a time by `distribute`: its temporaries stay a few of these in size, however large
+# the input (the check's GPU memory share counts the inputs it makes, not the draws behind them).
+DRAW_CHUNK = 1 << 24
+
+
 def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any]:
     """Replace floating-point inputs by another distribution with the task's mean/scale and sign."""
     import torch
@@ -39,19 +45,26 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 2:
             return x
         xf = x.float()
-        mean, std = float(xf.mean()), float(xf.std())
-        nonneg = float(xf.min()) >= 0
+        mean, std, low = float(xf.mean()), float(xf.std()), float(xf.min())
+        del xf
         std = std if std > 0 and math.isfinite(std) else 1.0
-        z = torch.randn(x.shape, generator=gen, device=device, dtype=torch.float32)
-        if kind == "heavy_tailed":  # Student t, 3 degrees of freedom (finite variance 3)
-            chi = sum(torch.randn(x.shape, generator=gen, device=device, dtype=torch.float32) ** 2 for _ in range(3))
-            z = z / torch.sqrt(chi / 3).clamp_min(1e-3) / math.sqrt(3)
-        y = z * std + mean
-        if nonneg:
-            y = (z * std).abs() + max(float(xf.min()), 0.0)
+        y = torch.empty(x.shape, dtype=torch.float32, device=device)
+        for part in y.view(-1).split(DRAW_CHUNK):
+            z = _draw(torch, part.numel(), kind, gen, device)
+            part.copy_((z * std).abs() + max(low, 0.0) if low >= 0 else z * std + mean)
         return y.to(x.dtype)
 
     return [one(v) for v in inputs]
+
+
+def _draw(torch, n: int, kind: str, gen, device: str):
+    """n standard draws: normal, or Student t with 3 degrees of freedom (finite variance 3) scaled to
+    variance 1 for "heavy_tailed"."""
+    z = torch.randn(n, generator=gen, device=device, dtype=torch.float32)
+    if kind == "heavy_tailed":
+        chi = sum(torch.randn(n, generator=gen, device=device, dtype=torch.float32) ** 2 for _ in range(3))
+        z = z / torch.sqrt(chi / 3).clamp_min(1e-3) / math.sqrt(3)
+    return z
 
 
 def perturb_weights(ref_model, seed: int) -> None:
@@ -112,9 +125,9 @@ def compile_baseline_known(record: dict[str, Any]) -> bool:
 
 
 def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compare_compile: bool,
-                      stage, keep_compiled: dict | None = None) -> dict[str, Any]:
+                      stage, compiled: Compiled | None = None) -> dict[str, Any]:
     """The reference timed in eager mode and (when asked) under torch.compile, the same way as the
-    candidate. `keep_compiled`: an earlier torch.compile measurement to reuse instead."""
+    candidate. `compiled`: the reference compiled already (compile_reference), else compiled here."""
     import torch
 
     buf = inputs.buf
@@ -127,35 +140,54 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
         eager = timing_mod.bench(run_ref, **kw)
     eager.pop("method", None)
     out: dict[str, Any] = {"eager": eager, "compiled": None, "compile_note": ""}
-    if compare_compile and keep_compiled and keep_compiled.get("compiled"):
-        out["compiled"] = keep_compiled["compiled"]
-        out["compile_note"] = keep_compiled.get("compile_note", "")
-    elif compare_compile:
+    if not compare_compile:
+        return out
+    if compiled is None:
         stage("timing", what="torch.compile")
-        t0 = time.monotonic()
-        try:
-            compiled_model = torch.compile(ref_model)
-            with torch.no_grad():
-                compiled_model(*buf)
-                if kw["device"] == "cuda":
-                    torch.cuda.synchronize()
-                t_compile = time.monotonic() - t0
-
-                def run_c(i: int) -> None:
-                    compiled_model(*buf)
-
-                comp = timing_mod.bench(run_c, **kw)
-            comp.pop("method", None)
-            out["compiled"] = comp
-            out["compile_note"] = f"torch.compile (default mode); compiling took {t_compile:.1f} s"
-        except Exception as exc:
-            out["compile_note"] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
+        compiled = compile_reference(ref_model, buf, kw["device"])
+    out["compile_note"] = compiled.note
+    if compiled.model is not None:
+        with torch.no_grad():
+            comp = timing_mod.bench(lambda i: compiled.model(*buf), **kw)
+        comp.pop("method", None)
+        out["compiled"] = comp
     return out
 
 
+@dataclass
+class Compiled:
+    """The reference under torch.compile, compiled by a first call; `model` None where that failed."""
+
+    model: Any
+    note: str
+
+
+def compile_reference(ref_model, buf: list[Any], device: str) -> Compiled:
+    """torch.compile (default mode) of the reference, compiled by a first call on `buf`. Compiling
+    needs the GPU but not the GPU to itself: the baseline worker does it before its device lease."""
+    import torch
+
+    t0 = time.monotonic()
+    try:
+        model = torch.compile(ref_model)
+        with torch.no_grad():
+            model(*buf)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:
+        from stitch_mcp.gpu_memory import out_of_memory
+
+        if out_of_memory(f"{type(exc).__name__} {exc}"):  # the memory it was given, not torch.compile, failed
+            raise
+        return Compiled(None, f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}")
+    return Compiled(model, f"torch.compile (default mode); compiling took {time.monotonic() - t0:.1f} s")
+
+
 def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
-    """Only the reference's baselines (a worker stage of its own): check.py measures them on the
-    GPU while a task's first candidate builds on the CPU, so the run stage finds them cached."""
+    """Only the reference's baselines (a worker stage of its own): check.py times them on the GPU
+    beside a task's first candidate (its build and its run stage), so that no judge compiles
+    torch.compile's baseline while it holds the device. The reference is compiled with its share of
+    GPU memory held, and timed with the device to itself."""
     from stitch_mcp.events import stage
 
     stage("import")
@@ -168,39 +200,59 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
     init_args = init_inputs(ref_mod)
-    with _gpu_held(spec, torch, ref_mod, init_args, device):
+    compare_compile = bool(spec.get("compare_compile"))
+    if compare_compile:
+        _import_compiler()
+    with _memory_held(spec, torch, ref_mod, init_args, device):
         stage("inputs")
         ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
         inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
-        stage("timing")
-        base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs),
-                                 bool(spec.get("compare_compile")), stage)
+        compiled = None
+        if compare_compile:
+            stage("compiling", what="torch.compile")
+            compiled = compile_reference(ref_model, inputs.buf, device)
+        with _device_held(spec, device):
+            stage("timing")
+            base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs), compare_compile,
+                                     stage, compiled)
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
 
 
+def _import_compiler() -> None:
+    """Import torch.compile's compiler before the memory share is held: seconds of a first compile
+    that need no GPU memory."""
+    try:
+        import torch._inductor.compile_fx  # noqa: F401
+        import torch._inductor.codegen.triton  # noqa: F401
+    except Exception:  # compiling reports it
+        pass
+
+
 @contextlib.contextmanager
-def _gpu_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str):
-    """On a GPU: the reference's share of the card's memory, then the device itself (memory before
-    the device, as the judge takes them: stitch_mcp.gpu_memory)."""
+def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str):
+    """On a GPU: the reference's share of the card's memory (stitch_mcp.gpu_memory), from before its
+    first allocation; the device (_device_held) is taken inside it, as the judge takes them."""
+    if device != "cuda":
+        yield
+        return
+    from stitch_mcp.events import stage
+    from stitch_mcp.gpu_memory import baseline_need, held
+
+    need = None if spec.get("whole_card") else baseline_need(torch, ref_mod, init_args)
+    with held(spec.get("lease_gpu"), need, stage):
+        yield
+
+
+@contextlib.contextmanager
+def _device_held(spec: dict[str, Any], device: str):
     if device != "cuda":
         yield
         return
     from stitch_mcp.devices import Gpu, acquire_device
     from stitch_mcp.events import stage
-    from stitch_mcp.gpu_memory import held
 
     gpu = spec.get("lease_gpu")
-    with held(gpu, _reference_need(torch, ref_mod, init_args), stage):
-        stage("waiting for the device")
-        with acquire_device(gpus=[Gpu(**gpu)] if gpu else None):
-            yield
-
-
-def _reference_need(torch, ref_mod, init_args: list[Any]) -> int | None:
-    """The reference alone holds about half of what a whole check does (stitch_mcp.gpu_memory.COPIES:
-    one copy of each kind, another for torch.compile's model and the timing inputs)."""
-    from stitch_mcp.gpu_memory import estimate_need
-
-    need = estimate_need(torch, ref_mod, init_args)
-    return None if need is None else need // 2
+    stage("waiting for the device")
+    with acquire_device(gpus=[Gpu(**gpu)] if gpu else None):
+        yield

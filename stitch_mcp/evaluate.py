@@ -10,6 +10,7 @@ interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from stitch_mcp.errors import UserError
 from stitch_mcp.store import content_id
+
+log = logging.getLogger(__name__)
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -105,10 +108,13 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
             pair = futures[fut]
             try:
                 row = _row(pair, fut.result())
-            except UserError as exc:
+            except Exception as exc:  # one check's failure is its row's, never the whole evaluation's
+                if not isinstance(exc, UserError):
+                    log.exception("checking %s failed", pair.key)
                 row = {"key": pair.key, "problem": pair.problem, "candidate": str(pair.candidate),
                        "verdict": "error", "speedup_vs_eager": None, "speedup_vs_compile": None,
-                       "reasons": [str(exc)]}
+                       "reasons": [str(exc) if isinstance(exc, UserError) else
+                                   f"internal error: {type(exc).__name__}: {exc}"]}
             with lock:
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()

@@ -38,6 +38,32 @@ BATCH_BYTES = 512 << 20  # what timing's batches of back-to-back calls add, in s
 def estimate_need(torch, ref_mod: Any, init_args: list[Any], extra_bytes: int = 0) -> int | None:
     """Bytes a check holds on the GPU at most; None when the reference does not run on the meta
     device (then nothing is known and the check takes the whole card)."""
+    sizes = _meta_sizes(torch, ref_mod, init_args)
+    if sizes is None:
+        return None
+    return sum(COPIES[kind] * n for kind, n in sizes.items()) + OVERHEAD_BYTES + extra_bytes
+
+
+# What the baseline worker (correctness.baseline_stage) holds at most: the timing inputs (one set and
+# the buffer it is copied into before each call), an output and the next one (eager's and
+# torch.compile's take turns in one caching allocator), the weights (the compiled model shares them),
+# one CUDA context. A reference whose intermediates do not fit runs out of memory and is timed again
+# with the card to itself (check.py). At this size the baseline of a KernelBench level-1 task (6 GiB
+# of inputs) fits beside another such task's check on an 80 GB card, instead of waiting for it.
+BASELINE_COPIES = {"inputs": 2, "outputs": 2, "weights": 1}
+BASELINE_OVERHEAD_BYTES = 3 << 29
+
+
+def baseline_need(torch, ref_mod: Any, init_args: list[Any]) -> int | None:
+    """Bytes the baseline worker holds on the GPU at most; None as for estimate_need."""
+    sizes = _meta_sizes(torch, ref_mod, init_args)
+    if sizes is None:
+        return None
+    return sum(BASELINE_COPIES[kind] * n for kind, n in sizes.items()) + BASELINE_OVERHEAD_BYTES
+
+
+def _meta_sizes(torch, ref_mod: Any, init_args: list[Any]) -> dict[str, int] | None:
+    """Bytes of one set of the reference's inputs, outputs and weights, made on the meta device."""
     from stitch_mcp import integrity as integ
 
     try:
@@ -54,8 +80,7 @@ def estimate_need(torch, ref_mod: Any, init_args: list[Any], extra_bytes: int = 
             out_bytes = integ.tensor_bytes(integ.flatten(model(*inputs)))
     except Exception:
         pass
-    return (COPIES["inputs"] * in_bytes + COPIES["outputs"] * out_bytes + COPIES["weights"] * weight_bytes
-            + OVERHEAD_BYTES + extra_bytes)
+    return {"inputs": in_bytes, "outputs": out_bytes, "weights": weight_bytes}
 
 
 @contextlib.contextmanager
@@ -84,5 +109,9 @@ def out_of_memory_beside_others(result: RunStageResult | None, message: str = ""
     if held_shares is None or held_shares.shares >= held_shares.of_shares:
         return False
     error = result.error
-    text = f"{message} {error.kind if error else ''} {error.message if error else ''}".lower()
-    return any(word in text for word in _OOM)
+    return out_of_memory(f"{message} {error.kind if error else ''} {error.message if error else ''}")
+
+
+def out_of_memory(text: str) -> bool:
+    """Whether an error's kind or message says the GPU ran out of memory."""
+    return any(word in text.lower() for word in _OOM)

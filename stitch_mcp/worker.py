@@ -254,31 +254,40 @@ atexit.register(drop_spares)
 def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: float,
                on_event: Callable[[dict[str, Any]], None] | None = None,
                register_kill: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
-               env: dict[str, str] | None = None, flood_bytes: int = FLOOD_BYTES) -> WorkerResult:
+               env: dict[str, str] | None = None, flood_bytes: int = FLOOD_BYTES, spare: bool = True,
+               until_result: bool = False) -> WorkerResult:
     """Run one stage in a fresh worker process and classify how it ended.
 
     `register_kill(fn)` (e.g. Progress.on_cancel) is given a function that kills the worker; it
     returns an unregister function. Events the worker sends are passed to `on_event` as they come.
     The stage's result is validated as its model (stitch_mcp.stage_results) on receipt.
+    `spare`: take a spare worker if one is ready (False: start one, leaving the spares to stages
+    that wait on them). `until_result`: return once the result has come; the worker's exit (its
+    CUDA context's teardown) and the clean-up after it go on in the background (`settle` waits for
+    them). The run stage reports after its rooms have ended and its GPU memory share and device
+    lease are given back, so nothing that follows its result can change it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
     res = WorkerResult(stage="start")
     t0 = time.monotonic()
-    started, res.spare = _take_worker()
+    started, res.spare = _take_worker() if spare else (_start(), False)
     proc = started.proc
     _give_order(started, workdir, env)
     kill = _Killer(proc)
     capture = _Capture(proc.stdout, flood_bytes, lambda: kill("flood"))
     unregister = register_kill(lambda: kill("cancelled")) if register_kill else None
-    reader = threading.Thread(target=_read_events, args=(started.events_fd, res, on_event, stage), daemon=True)
+    reported = threading.Event()
+    reader = threading.Thread(target=_read_events, args=(started.events_fd, res, on_event, stage, reported),
+                              daemon=True)
     reader.start()
-    try:
-        _wait(proc, timeout_s, kill, res)
-    finally:
+    finished = _wait(proc, timeout_s, kill, res, reported if until_result else None)
+    if finished:
         _clean_up(started, unregister)
-    reader.join(timeout=5)
-    capture.thread.join(timeout=5)
+        reader.join(timeout=5)
+        capture.thread.join(timeout=5)
+    else:
+        _finish_later(started, unregister, timeout_s)
     res.seconds = time.monotonic() - t0
     res.returncode = proc.returncode
     res.output = capture.text()
@@ -334,8 +343,9 @@ def _event_lines(fd: int) -> Iterator[bytes]:
 
 
 def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]], None] | None,
-                 stage_name: str) -> None:
-    """Record the worker's events in `res` and pass each to `on_event` (the reader thread's body)."""
+                 stage_name: str, reported: threading.Event) -> None:
+    """Record the worker's events in `res` and pass each to `on_event` (the reader thread's body);
+    `reported` is set once the result is in."""
     for line in _event_lines(fd):
         try:
             ev = json.loads(line)
@@ -344,6 +354,8 @@ def _read_events(fd: int, res: WorkerResult, on_event: Callable[[dict[str, Any]]
         if not isinstance(ev, dict):
             continue
         _record_event(ev, res, stage_name)
+        if ev.get("event") == "result":
+            reported.set()
         if on_event:
             try:
                 on_event(ev)
@@ -370,15 +382,18 @@ WAITING_STAGES = {"waiting for the device", "waiting for GPU memory"}
 MAX_WAIT_S = 3600.0
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer, res: WorkerResult) -> None:
-    """Wait for the worker to exit; past `timeout_s` (not counting its WAITING_STAGES), kill it
-    and wait a grace period more."""
+def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer, res: WorkerResult,
+          reported: threading.Event | None = None) -> bool:
+    """Wait for the worker to exit (True), or for its result where `reported` is given (False);
+    past `timeout_s` (not counting its WAITING_STAGES), kill it and wait a grace period more."""
     start = last = time.monotonic()
     waited = 0.0
     while True:
         try:
-            proc.wait(timeout=0.25)
-            return
+            if reported is not None and reported.wait(timeout=0.25) and res.result is not None:
+                return proc.poll() is not None
+            proc.wait(timeout=0.25 if reported is None else 0)
+            return True
         except subprocess.TimeoutExpired:
             now = time.monotonic()
             if res.stage in WAITING_STAGES and waited < MAX_WAIT_S:
@@ -393,6 +408,44 @@ def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer, res: WorkerRe
         proc.wait(timeout=KILL_GRACE_S)
     except subprocess.TimeoutExpired:
         log.error("worker %d still alive %d s after SIGKILL (stuck in the GPU driver?)", proc.pid, KILL_GRACE_S)
+    return True
+
+
+_finishing: set[threading.Thread] = set()
+_finishing_lock = threading.Lock()
+
+
+def _finish_later(started: _Started, unregister: Callable[[], None] | None, timeout_s: float) -> None:
+    """After a result came: let the worker exit (its CUDA context's teardown takes 0.1-0.3 s on an
+    H100 host), kill it past `timeout_s`, then clean up after it, in a thread `settle` waits for."""
+    def finish() -> None:
+        try:
+            started.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            log.error("worker %d did not exit %.0f s after its result: killed", started.proc.pid, timeout_s)
+        finally:
+            _clean_up(started, unregister)
+            with _finishing_lock:
+                _finishing.discard(threading.current_thread())
+
+    thread = threading.Thread(target=finish, name=f"worker-{started.proc.pid}-exit", daemon=True)
+    with _finishing_lock:
+        _finishing.add(thread)
+    thread.start()
+
+
+def settle(timeout_s: float = 60.0) -> None:
+    """Wait for the workers that reported and are still exiting (run_worker's `until_result`)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with _finishing_lock:
+            threads = list(_finishing)
+        if not threads or time.monotonic() > deadline:
+            return
+        threads[0].join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(settle)
 
 
 def _clean_up(started: _Started, unregister: Callable[[], None] | None) -> None:
@@ -628,11 +681,17 @@ def main(argv: list[str]) -> int:
     emit("limits", applied=applied)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     name = spec["stage"]
+    reported: list[Any] = []
+
+    def report(result: Any) -> None:  # the run stage's result, sent before its rooms have ended
+        _send_result(name, result)
+        reported.append(True)
+
     try:
         if name == "run":
             from stitch_mcp.judge import run_stage
 
-            result = run_stage(spec)
+            result = run_stage(spec, report)
         elif name == "baseline":
             from stitch_mcp.correctness import baseline_stage
 
@@ -649,17 +708,23 @@ def main(argv: list[str]) -> int:
         kind, why = found if found else ("exception", "")
         result = {"error": {"kind": kind, "message": f"{type(exc).__name__}: {exc}"[:4000], "why": why,
                             "traceback": text[-6000:]}}
-    result = _checked_result(name, result)
-    try:
-        emit("result", data=result)
-    except Exception:
-        # The result did not serialise: report what we can.
-        emit("result", data={"error": {"kind": "internal", "message": "result not serialisable"}})
+    if not reported:
+        _send_result(name, result)
+    if name == "selftest" and spec.get("exit_after_s"):  # a worker slow to exit after its result
+        time.sleep(float(spec["exit_after_s"]))
     if "stitch_mcp.judge_room" in sys.modules:
         sys.modules["stitch_mcp.judge_room"].drop_spares()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no atexit handlers, no waiting on threads
+
+
+def _send_result(stage_name: str, result: Any) -> None:
+    try:
+        emit("result", data=_checked_result(stage_name, result))
+    except Exception:
+        # The result did not serialise: report what we can.
+        emit("result", data={"error": {"kind": "internal", "message": "result not serialisable"}})
 
 
 def _checked_result(stage_name: str, result: Any) -> Any:

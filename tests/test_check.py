@@ -38,11 +38,14 @@ def codes(report) -> set[str]:
 
 
 def workers_running() -> list[int]:
-    """Worker processes this test process started that are still alive (its idle spares aside)."""
+    """Worker processes this test process started that are still alive (its idle spares aside),
+    once those that reported have exited (a check reads its run stage's result without waiting
+    for its worker's exit: worker.settle)."""
     from faultkit import idle_spare_of
 
-    from stitch_mcp.worker import _descendants
+    from stitch_mcp.worker import _descendants, settle
 
+    settle()
     alive = []
     for pid in _descendants(os.getpid()):
         if idle_spare_of(pid, {os.getpid()}):
@@ -285,16 +288,15 @@ def test_build_output_is_ours_read_only_and_scoped_to_the_source(cpp_cold):
 
 
 def test_baselines_measured_in_a_worker_of_their_own_are_stored():
-    """On a GPU the reference's baselines are timed in a worker of their own while a task's first
-    candidate builds (no candidate process alive); the task's cache keeps them for torch.compile."""
-    from stitch_mcp.check import _baselines_during_build, _cached_baselines
+    """On a GPU the reference's baselines are timed in a worker of their own beside a task's first
+    candidate (no candidate process alive); the task's cache keeps them for torch.compile."""
+    from stitch_mcp.check import _cached_baselines, _time_baselines
     from stitch_mcp.config import get_settings
-    from stitch_mcp.jobs import Progress
     from stitch_mcp.sources import resolve_task
     from stitch_mcp.store import get_workspace
 
     task = resolve_task(prog("ref_relu"), None)
-    _baselines_during_build(task.source, task.task_id, False, {}, Progress()).join()
+    _time_baselines(task.source, task.task_id, False).join()
     stored = _cached_baselines(get_workspace(), task.task_id, get_settings().timing_iters)
     assert stored["cpu"]["eager"]["median_ms"] > 0
 

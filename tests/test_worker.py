@@ -184,6 +184,29 @@ def test_each_ending_has_its_message(tmp_path, one_spare, monkeypatch):
     assert (r.status, r.kind, r.message) == ("no_result", "cuda_oom", "the GPU ran out of memory" + during)
 
 
+def test_a_result_is_read_before_its_worker_has_exited(tmp_path):
+    """`until_result` (the run stage): the result is used as soon as it comes; the worker's exit
+    (a CUDA context's teardown) and the clean-up after it go on in the background until `settle`."""
+    import psutil
+
+    def exiting_workers() -> list[int]:
+        found = []
+        for pid in worker._descendants(os.getpid()):
+            try:
+                if psutil.Process(pid).name() == "stitch-worker":
+                    found.append(pid)
+            except psutil.Error:  # gone meanwhile
+                pass
+        return found
+
+    r = worker.run_worker("selftest", {"action": "ok", "exit_after_s": 6}, workdir=tmp_path / "w", timeout_s=60,
+                          until_result=True)
+    assert r.ok and r.result == {"value": 42}, (r.status, r.message)
+    assert exiting_workers()  # still exiting
+    worker.settle()
+    assert not exiting_workers()
+
+
 @pytest.mark.timeout(120)  # a 25 s wait, then a 10 s limit: 38 s on 2 cores, idle or loaded
 def test_waiting_for_the_device_does_not_count_against_the_time_limit(tmp_path):
     """Twelve checks at once made a judge wait past its limit for the device (an H100, 2026-11-25):

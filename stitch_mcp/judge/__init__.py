@@ -36,6 +36,7 @@ import statistics
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from stitch_mcp.correctness import StageError
@@ -49,6 +50,7 @@ from stitch_mcp.judge.prepare import (
 )
 from stitch_mcp.judge.timing import (
     baselines,
+    needs_compile_timed,
     batch_bracket,
     check_timed_outputs,
     door_allowance,
@@ -62,7 +64,10 @@ from stitch_mcp.judge.trials import run_trials, trial_findings
 from stitch_mcp.judge_room import RoomClient, RoomGone
 
 
-def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
+def run_stage(spec: dict[str, Any], report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The stage's result. `report(result)` where given sends it as soon as it is final: after the
+    timing, while the rooms end and before the device lease and the memory share are given back
+    (the worker then sends nothing more)."""
     from stitch_mcp.events import stage
 
     res: dict[str, Any] = {"trials": [], "findings": [], "checks_run": [], "stage_seconds": {}, "notes": []}
@@ -78,7 +83,7 @@ def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
             p = prepare(spec, res, hold, rooms)
             lap("prepare")
             _extend_deadlines(rooms, res["stage_seconds"].get("memory_wait", 0.0))
-            _judge(spec, res, p, rooms, stage)
+            _judge(spec, res, p, rooms, stage, report)
         except StageError as exc:
             res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}
         except RoomGone as exc:
@@ -95,10 +100,27 @@ def run_stage(spec: dict[str, Any]) -> dict[str, Any]:
                 r.close()
             if "candidate" in rooms:
                 res["room"] = rooms["candidate"].describe()
+            p = None  # its tensors go with it
+            _free_gpu_memory()  # before the memory share is given back: the next check may take it at once
     return res
 
 
-def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+def _free_gpu_memory() -> None:
+    """Give what this judge's caching allocator holds back to the driver."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        import gc
+
+        gc.collect()
+        with contextlib.suppress(Exception):  # a context left broken by an error: its exit frees it all
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+
+def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage,
+           report: Callable[[dict[str, Any]], None] | None) -> None:
     room = rooms["candidate"]
     lap = _lap(res["stage_seconds"])
     stage("candidate_import")
@@ -120,13 +142,23 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
         res["findings"] += room.process_findings()
         lap("integrity")
         clean = all(t["ok"] for t in res["trials"]) and not any(f["severity"] == "error" for f in res["findings"])
+        closing = None
         if spec.get("timing") and clean:
-            _timing(spec, res, p, rooms, stage)
+            closing = _timing(spec, res, p, rooms, stage)
             lap("timing")
-    res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
+        res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
+        if closing is not None:
+            if report is not None:  # final: nothing of the candidate runs any more
+                res["room"] = room.describe()
+                res["lease"]["window"] = [lease.acquired_at, time.time()]
+                report(res)
+            closing.join()  # the device lease and the memory share end only once the rooms have
 
 
-def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage) -> None:
+def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient],
+            stage) -> threading.Thread | None:
+    """Timing (5 above). Returns the thread ending the rooms, still to be joined; None where it
+    was joined here (the judge timed torch.compile itself, with no room alive)."""
     stage("timing", what="candidate and eager, interleaved")
     room, reference = rooms["candidate"], rooms["reference"]
     lap = _lap(res["stage_seconds"])  # the parts of timing, for tools/bench_check.py
@@ -154,12 +186,17 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         judge_times(res, p, timed, batches)
         stage("timing", what="checking timed outputs")
         check_timed_outputs(res, p, timed)  # on samples the judge holds, while the rooms end
-    finally:
-        closing.join()  # the device lease and the memory share end only once the rooms have
+    except BaseException:
+        closing.join()
+        raise
     lap("timing_outputs_checked")
     physical_floor(res, p, timed, spec)
+    if needs_compile_timed(spec, res):
+        closing.join()  # torch.compile is timed with no room alive
+        closing = None
     baselines(spec, res, p, stage, alone)
     lap("timing_baselines")
+    return closing
 
 
 def _start_closing(rooms: list[RoomClient]) -> threading.Thread:

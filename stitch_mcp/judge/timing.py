@@ -508,11 +508,20 @@ def physical_floor(res: dict[str, Any], p: Prepared, t: Timed, spec: dict[str, A
             f"({lowest.note}): impossible for honest work"))
 
 
+def needs_compile_timed(spec: dict[str, Any], res: dict[str, Any]) -> bool:
+    """Whether this judge times torch.compile's baseline itself: asked for, not cached for the
+    device, and no baseline worker timing it (check.py's `compile_baseline_pending`)."""
+    base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
+    return bool(spec.get("compare_compile")) and not (base and compile_baseline_known(base)) \
+        and not spec.get("compile_baseline_pending")
+
+
 def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alone: Lane | None) -> None:
     """Eager: the interleaved time, or the reference's room timed alone after the candidate's room
     was ended where that is lower (slowing the reference's room down gains the candidate nothing);
     `alone` is None where the interleaved time agrees with the task's clean one (eager_agrees).
-    torch.compile: timed here, after the rooms are gone, and cached per task by check.py."""
+    torch.compile: cached per task by check.py; where it is not, timed by the baseline worker
+    check.py started (`compile_baseline_pending`), else here, after the rooms are gone."""
     timing = res["timing"]
     if alone is not None:
         alone_stats = _stats(alone.room_ms)
@@ -529,6 +538,9 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
         return
     base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
     if not base or not compile_baseline_known(base):
+        if not needs_compile_timed(spec, res):
+            timing["compile_note"] = "torch.compile's baseline is timed in a worker of its own (check.py)"
+            return
         stage("timing", what="torch.compile")
         inputs = TimingInputs(p.ref_mod, p.device, spec["timing_seeds"])
         base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), True, stage)
