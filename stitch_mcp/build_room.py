@@ -76,9 +76,7 @@ def _build(candidate_source: str, scope: Path, settings, *, gpu: bool, register_
     try:
         loaded = room.build(settings.build_timeout_s)
         if reference_source is not None:
-            # a first call that hangs on meta most likely hangs for real too: no longer than the run stage would wait
-            loaded = _rehearse(room, reference_source, loaded,
-                               min(settings.build_timeout_s - (time.monotonic() - t0), settings.run_timeout_s))
+            loaded = _rehearse(room, reference_source, loaded, settings.build_timeout_s - (time.monotonic() - t0))
         room.kill()  # nothing of the candidate runs while its folder is copied
         published = set(publish_build(room.workdir / "build", scope))
         records = valid_records(BuiltExtension, loaded.extensions)

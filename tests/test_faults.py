@@ -192,7 +192,7 @@ async def test_endless_cpp_loop_hits_the_run_timeout(server):
     took = time.monotonic() - t0
     assert r["verdict"] == "error" and r["error_kind"] == "timeout", r["summary"]
     assert f"timed out after {RUN_TIMEOUT_S} s" in r["reasons"][0]
-    assert took < 2 * RUN_TIMEOUT_S + 90, took  # the build stage's rehearsal of the first call waits as long
+    assert took < RUN_TIMEOUT_S + 60, took
     await assert_survived(server, r, "endless loop")
 
 
