@@ -204,12 +204,21 @@ def _share_path(gpu: Gpu, i: int | str) -> Path:
     return lock_dir() / f"memory-{gpu.uuid}-{i}.lock"
 
 
+# How long the head of the memory queue lets later requests that fit in the free shares at once pass
+# it. A level-1 check needs 21-28 of 32 shares: while it waited for another to end, its partial
+# hold kept smaller checks off the rest of the card (an H100, 2026-11-26: 16 s of memory wait per
+# check). After this long it keeps every share that comes free until it has enough: nothing
+# starves it.
+LET_PASS_S = 20.0
+
+
 @contextlib.contextmanager
 def reserve_memory(gpu: Gpu, shares: int, timeout_s: float = 3600.0, poll_s: float = 0.05,
-                   check_cancel=None) -> Iterator[float]:
+                   check_cancel=None, let_pass_s: float = LET_PASS_S) -> Iterator[float]:
     """Hold `shares` of MEMORY_SHARES shares of `gpu`'s memory; yields the seconds waited. One
-    process at a time collects (a queue lock), keeping what it takes until it has enough: small
-    requests cannot starve a large one, and no two collectors can deadlock."""
+    process at a time is the head of the queue (a queue lock). For its first `let_pass_s` the head
+    takes its shares only all at once, and later requests that find enough free shares take them
+    and pass it; then it keeps what comes free until it has enough, and no one passes it."""
     shares = max(1, min(shares, MEMORY_SHARES))
     handles = [open(_share_path(gpu, i), "a+") for i in range(MEMORY_SHARES)]
     queue = open(_share_path(gpu, "queue"), "a+")
@@ -225,22 +234,64 @@ def reserve_memory(gpu: Gpu, shares: int, timeout_s: float = 3600.0, poll_s: flo
         time.sleep(poll_s)
 
     try:
+        passed = False
         while not _try_lock(queue):
-            wait_or_give_up()
-        while True:
-            for h in handles:
-                if len(held) < shares and h not in held and _try_lock(h):
-                    held.append(h)
-            if len(held) == shares:
+            if _head_lets_pass(gpu, let_pass_s) and _take_at_once(handles, shares, held):
+                passed = True
                 break
             wait_or_give_up()
-        fcntl.flock(queue, fcntl.LOCK_UN)
+        if not passed:
+            _collect_as_head(gpu, queue, handles, shares, held, let_pass_s, wait_or_give_up)
         yield time.monotonic() - start
     finally:
         for f in [*handles, queue]:
             with contextlib.suppress(OSError):
                 fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
+
+
+def _collect_as_head(gpu: Gpu, queue, handles: list, shares: int, held: list, let_pass_s: float,
+                     wait_or_give_up) -> None:
+    """The head of the queue: all at once while it lets others pass, then share by share; the queue
+    is the next one's once it has enough."""
+    head_since = time.monotonic()
+    _share_path(gpu, "head").write_text(f"{time.time():.3f}\n")  # when it became the head: _head_lets_pass
+    while True:
+        if time.monotonic() - head_since < let_pass_s:
+            _take_at_once(handles, shares, held)
+        else:
+            for h in handles:
+                if len(held) < shares and h not in held and _try_lock(h):
+                    held.append(h)
+        if len(held) == shares:
+            break
+        wait_or_give_up()
+    fcntl.flock(queue, fcntl.LOCK_UN)
+
+
+def _take_at_once(handles: list, shares: int, held: list) -> bool:
+    """Take `shares` free shares into `held`, or none."""
+    taken = []
+    for h in handles:
+        if len(taken) == shares:
+            break
+        if _try_lock(h):
+            taken.append(h)
+    if len(taken) == shares:
+        held.extend(taken)
+        return True
+    for h in taken:
+        fcntl.flock(h, fcntl.LOCK_UN)
+    return False
+
+
+def _head_lets_pass(gpu: Gpu, let_pass_s: float) -> bool:
+    """Whether the head of the queue became the head less than `let_pass_s` ago."""
+    try:
+        since = float(_share_path(gpu, "head").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return time.time() - since < let_pass_s
 
 
 def _try_lock(fh) -> bool:

@@ -75,28 +75,50 @@ def card(total: int = 80 * GiB) -> Gpu:
     return Gpu(0, f"test-{uuid.uuid4()}", "test card", memory_total=total)
 
 
-def test_shares_of_a_card_are_never_handed_out_twice():
-    gpu, events = card(), []
-
+def _checks(gpu, events: list, let_pass_s: float):
     def check(name: str, shares: int, hold_s: float) -> None:
-        with reserve_memory(gpu, shares, poll_s=0.01):
+        with reserve_memory(gpu, shares, poll_s=0.01, let_pass_s=let_pass_s):
             events.append(("in", name, time.monotonic()))
             time.sleep(hold_s)
             events.append(("out", name, time.monotonic()))
 
-    big = threading.Thread(target=check, args=("big", MEMORY_SHARES - 4, 0.6))
-    big.start()
-    time.sleep(0.2)
-    small = threading.Thread(target=check, args=("small", 4, 0.1))  # fits beside it
-    large = threading.Thread(target=check, args=("large", 8, 0.1))  # must wait for "big" to end
-    small.start()
-    time.sleep(0.05)
-    large.start()  # once it collects, later requests queue behind it: none can starve it
-    for t in (big, small, large):
+    def start(name: str, shares: int, hold_s: float, after_s: float) -> threading.Thread:
+        time.sleep(after_s)
+        t = threading.Thread(target=check, args=(name, shares, hold_s))
+        t.start()
+        return t
+
+    return start
+
+
+def test_shares_of_a_card_are_never_handed_out_twice_and_fitting_requests_pass_a_waiting_one():
+    gpu, events = card(), []
+    start = _checks(gpu, events, let_pass_s=30)
+    threads = [start("big", MEMORY_SHARES - 4, 1.0, 0),
+               start("small", 4, 0.1, 0.2),  # fits beside it
+               start("large", 8, 0.1, 0.1),  # must wait for "big" to end: the head of the queue
+               start("tiny", 3, 0.1, 0.2)]  # fits in what "small" left: passes "large"
+    for t in threads:
         t.join(10)
     at = {(kind, name): t for kind, name, t in events}
-    assert at[("in", "small")] < at[("out", "big")]
+    assert at[("in", "small")] < at[("out", "big")] and at[("in", "tiny")] < at[("out", "big")]
     assert at[("in", "large")] >= at[("out", "big")]
+    held = 0
+    for kind, name, _ in sorted(events, key=lambda e: e[2]):
+        held += {"big": MEMORY_SHARES - 4, "small": 4, "large": 8, "tiny": 3}[name] * (1 if kind == "in" else -1)
+        assert held <= MEMORY_SHARES
+
+
+def test_a_request_waiting_long_enough_is_passed_by_no_one():
+    gpu, events = card(), []
+    start = _checks(gpu, events, let_pass_s=0.2)
+    threads = [start("big", MEMORY_SHARES - 4, 1.2, 0),
+               start("large", 8, 0.1, 0.1),  # the head from here; keeps what comes free after 0.2 s
+               start("tiny", 3, 0.1, 0.5)]  # would fit in the 4 free shares, but "large" keeps them
+    for t in threads:
+        t.join(10)
+    at = {(kind, name): t for kind, name, t in events}
+    assert at[("out", "big")] <= at[("in", "large")] <= at[("in", "tiny")]
 
 
 def test_a_check_that_needs_more_than_the_card_takes_all_of_it_and_waits_its_turn():
