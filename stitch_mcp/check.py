@@ -175,6 +175,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
         return _check_on_ray(report, task, cand, ws, t_start, progress, session, trials=trials, atol=atol,
                              rtol=rtol, timing=timing, compare_compile=compare_compile, tolerance=tolerance)
     workroot = Path(tempfile.mkdtemp(prefix=f"check-{cand.candidate_id}-", dir=_work_parent(settings)))
+    presence = _task_activity.enter(task.task_id)  # until nothing of this check's candidate runs
 
     try:
         static = _static_problems(cand.source)
@@ -197,11 +198,12 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
             report.reasons = [f"needs a GPU to run: {needs_gpu}. Run the check on a machine "
                               "with a CUDA device (correctness and timing were not measured)"]
             return _finish(report, ws, t_start, session)
-        _run_step(report, task, cand, ws, settings, progress, workroot, baselines, trials=trials,
+        _run_step(report, task, cand, ws, settings, progress, workroot, baselines, presence, trials=trials,
                   timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol, tolerance=tolerance)
         progress.update(3, 3, "done")
         return _finish(report, ws, t_start, session)
     finally:
+        presence.leave_after([])  # where the run stage has not already
         shutil.rmtree(workroot, ignore_errors=True)
 
 
@@ -237,8 +239,8 @@ def _build_step(report: CheckReport, task, cand, settings, progress: Progress) -
 
 
 def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress, workroot: Path,
-              baselines: threading.Thread | None, *, trials: int, timing: bool, compare_compile: bool,
-              atol: float | None, rtol: float | None, tolerance: str) -> None:
+              baselines: threading.Thread | None, presence: _Presence, *, trials: int, timing: bool,
+              compare_compile: bool, atol: float | None, rtol: float | None, tolerance: str) -> None:
     """The run stage: the judge (a trusted worker) with the candidate's rooms, on a GPU chosen now
     and leased by the judge for its trials and timing; then torch.compile's baseline from the
     baseline worker (`baselines`) where the judge left it to that worker."""
@@ -247,11 +249,12 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     from stitch_mcp.gpu_memory import out_of_memory_beside_others
     from stitch_mcp.worker import run_worker
 
+    pending = baselines is not None and baselines.is_alive()  # before the cache is read: it may store meanwhile
     spec = run_spec(task.source, cand.source, Path(settings.build_dir).expanduser(), settings, trials=trials,
                     timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol,
                     baselines=_cached_baselines(ws, task.task_id, settings.timing_iters),
                     limits=_limits(settings.run_timeout_s, _cuda_possible()), tolerance=tolerance)
-    spec["compile_baseline_pending"] = baselines is not None and baselines.is_alive()
+    spec["compile_baseline_pending"] = pending
     # the roofline floor counts the reference's FLOPs where profile_reference measured them
     spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference", task_id=task.task_id))
     progress.update(1, 3, "running correctness, integrity and timing")
@@ -265,36 +268,44 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
     res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
                      on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu), until_result=True)
-    progress.check()
+    exits = [res.exited]
     if out_of_memory_beside_others(_run_result(res), f"{res.kind} {res.message}"):
         progress.update(1, 3, "out of GPU memory beside other checks: judged again with the card to itself")
         report.stage_seconds["run_beside_others"] = round(res.seconds, 3)
         spec["whole_card"] = True
         res = run_worker("run", spec, workdir=workroot / "run-whole-card", timeout_s=settings.run_timeout_s,
                          on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu), until_result=True)
-        progress.check()
+        exits.append(res.exited)
+    presence.leave_after(exits)  # the rooms end with their judges
+    progress.check()
     out = _read_run(report, res, spec)
     if not res.ok or out.error:
         _error_from(report, res, stage="run", source=cand.source)
         return
     _store_baselines(ws, task.task_id, out, settings.timing_iters)
     if spec["compile_baseline_pending"] and report.timing is not None:
-        _compile_baseline(report, baselines, ws, task.task_id, settings, progress)
+        _compile_baseline(report, baselines, presence, ws, settings, progress)
     _verdict(report)
 
 
-def _compile_baseline(report: CheckReport, baselines: threading.Thread, ws, task_id: str, settings,
+def _compile_baseline(report: CheckReport, baselines: threading.Thread, presence: _Presence, ws, settings,
                       progress: Progress) -> None:
-    """torch.compile's time from the baseline worker that timed it beside this check."""
+    """torch.compile's time from the task's baseline worker, which times it once this check's
+    candidate has ended: waited for unless another check of the task keeps it waiting too."""
     progress.update(2, 3, "waiting for torch.compile's baseline")
     t0 = time.monotonic()
-    baselines.join()
+    while baselines.is_alive() and time.monotonic() - t0 < settings.run_timeout_s \
+            and not _task_activity.others_running(presence):
+        baselines.join(timeout=0.1)
+        progress.check()
     report.stage_seconds["compile_baseline_wait"] = round(time.monotonic() - t0, 3)
-    base = _cached_baselines(ws, task_id, settings.timing_iters).get(report.device or "")
+    base = _cached_baselines(ws, presence.task_id, settings.timing_iters).get(report.device or "")
     tr = report.timing
     if not base or not base.get("compiled"):
-        tr.compile_note = (base or {}).get("compile_note") or \
-            "torch.compile's baseline was not timed (its worker failed: see the server's log)"
+        tr.compile_note = (base or {}).get("compile_note") or (
+            "torch.compile's baseline is timed once no check of the task is running (a later check shows "
+            "it)" if baselines.is_alive() else
+            "torch.compile's baseline was not timed (its worker failed: see the server's log)")
         return
     tr.compiled = _as(TimingStats, MeasuredTimes.model_validate(base["compiled"]))
     tr.compile_note, tr.baselines_cached = base.get("compile_note", ""), True
@@ -677,15 +688,85 @@ def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
     return cached
 
 
+class _Presence:
+    """One check in _TaskActivity: entered when the check starts, left once nothing of its
+    candidate runs any more (its build room ended, its run stages' workers exited)."""
+
+    def __init__(self, activity: _TaskActivity, task_id: str):
+        self.activity, self.task_id = activity, task_id
+        self._left = False
+        self.gone = False  # counted out of the task's running checks
+
+    def leave_after(self, exits: list[threading.Event]) -> None:
+        """Leave once every event in `exits` is set (at once when none is given); the first call counts."""
+        if self._left:
+            return
+        self._left = True
+
+        def leave() -> None:
+            for ended in exits:
+                ended.wait(timeout=3600)
+            self.activity.leave(self)
+
+        if all(e.is_set() for e in exits):
+            leave()
+        else:
+            threading.Thread(target=leave, name=f"leave-{self.task_id}", daemon=True).start()
+
+
+class _TaskActivity:
+    """The checks of each task in this server whose candidate may still run. The baseline worker
+    times a task only when there are none (correctness.baseline_stage's go file): a candidate that
+    keeps the GPU busy outside the device lease (at import, in its first call, from a thread) while
+    its task's baselines are timed would make every later candidate of the task look faster."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._checks: dict[str, int] = {}
+        self._waiting: dict[str, list[Path]] = {}
+
+    def enter(self, task_id: str) -> _Presence:
+        with self._lock:
+            self._checks[task_id] = self._checks.get(task_id, 0) + 1
+        return _Presence(self, task_id)
+
+    def leave(self, presence: _Presence) -> None:
+        task_id = presence.task_id
+        with self._lock:
+            presence.gone = True
+            self._checks[task_id] -= 1
+            if self._checks[task_id]:
+                return
+            del self._checks[task_id]
+            go = self._waiting.pop(task_id, [])
+        for path in go:
+            path.touch()
+
+    def others_running(self, presence: _Presence) -> bool:
+        """Whether a check of the task other than `presence`'s is running."""
+        with self._lock:
+            return self._checks.get(presence.task_id, 0) > (0 if presence.gone else 1)
+
+    def when_idle(self, task_id: str, go_file: Path) -> None:
+        """Create `go_file` as soon as no check of the task is running (now, if none is)."""
+        with self._lock:
+            if self._checks.get(task_id):
+                self._waiting.setdefault(task_id, []).append(go_file)
+                return
+        go_file.touch()
+
+
+_task_activity = _TaskActivity()
 _baseline_runs: dict[str, threading.Thread] = {}  # task_id -> the baseline worker's thread timing it now
+_baseline_failed: set[str] = set()  # tasks whose baseline worker failed: their judges time torch.compile
 _baseline_runs_lock = threading.Lock()
 
 
 def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool) -> threading.Thread | None:
-    """Time the reference (eager and torch.compile) on a GPU in a worker of its own, beside the
-    check (its build, its run stage), where the task's cache does not settle torch.compile yet; one
-    such worker per task at a time (a check that finds one running waits for that one). Returns
-    its thread, or None where none is needed."""
+    """Time the reference (eager and torch.compile) on a GPU in a worker of its own, started with
+    the check, where the task's cache does not settle torch.compile yet; one such worker per task at
+    a time (a check that finds one running waits for that one). Returns its thread, or None where
+    none is needed, or where one failed for the task before (its judges time it then)."""
     from stitch_mcp.correctness import compile_baseline_known
 
     if not (timing and compare_compile and _cuda_possible()):
@@ -694,18 +775,19 @@ def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool)
         running = _baseline_runs.get(task.task_id)
         if running is not None and running.is_alive():
             return running
-        if any(map(compile_baseline_known, _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
+        if task.task_id in _baseline_failed or \
+                any(map(compile_baseline_known, _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
             return None
         thread = _time_baselines(task.source, task.task_id, compare_compile)
         _baseline_runs[task.task_id] = thread
         return thread
 
 
-def _time_baselines(reference_source: str, task_id: str, compare_compile: bool,
-                    env: dict[str, str] | None = None) -> threading.Thread:
+def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) -> threading.Thread:
     """Start a thread that times the reference in the baseline worker (correctness.baseline_stage)
-    and stores the result as the task's baselines; join it. It outlives the check that started it
-    (a failed build, a cancelled call): the task's next candidate uses what it measures. The worker
+    and stores the result as the task's baselines; join it. The worker compiles at once and times
+    once no check of the task is running (_TaskActivity). It outlives the check that started it (a
+    failed build, a cancelled call): the task's next candidate uses what it measures. The worker
     is a fresh one, not a spare: spares are for the run stages waiting on them."""
     from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.store import get_workspace
@@ -725,9 +807,11 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool,
         try:
             gpu = choose_device()  # the worker holds its GPU memory, then the device (correctness.baseline_stage)
             spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
+            spec["go_file"] = str(workdir / "go")
+            _task_activity.when_idle(task_id, workdir / "go")
             # inductor's pool of compile processes would take the cores builds are using;
             # the number of compile threads changes how long compiling takes, not its kernels
-            env_all = {**(env or {}), **pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+            env_all = {**pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
             res = run_worker("baseline", spec, workdir=workdir / "1", timeout_s=settings.run_timeout_s, spare=False,
                              env=env_all, until_result=True)
             if not res.ok and out_of_memory(f"{res.kind} {res.message}"):  # its share was too small: the whole card
@@ -736,9 +820,11 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool,
                                  spare=False, env=env_all, until_result=True)
             if res.ok:
                 _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
-            else:  # the next run stage of the task times them itself
+            else:  # the task's next run stages time them themselves
+                _baseline_failed.add(task_id)
                 log.warning("the baseline worker: %s %s", res.kind, res.message[:300])
         except Exception:
+            _baseline_failed.add(task_id)
             log.exception("the baseline worker failed")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -125,9 +125,12 @@ def compile_baseline_known(record: dict[str, Any]) -> bool:
 
 
 def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compare_compile: bool,
-                      stage, compiled: Compiled | None = None) -> dict[str, Any]:
+                      stage, compiled: Compiled | None = None, raise_oom: bool = False) -> dict[str, Any]:
     """The reference timed in eager mode and (when asked) under torch.compile, the same way as the
-    candidate. `compiled`: the reference compiled already (compile_reference), else compiled here."""
+    candidate. `compiled`: the reference compiled already (compile_reference), else compiled here.
+    Running out of GPU memory in torch.compile raises with `raise_oom` (the baseline worker is run
+    again with the whole card), else leaves it untimed, with a note that is not cached as a
+    failure."""
     import torch
 
     buf = inputs.buf
@@ -144,11 +147,15 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
         return out
     if compiled is None:
         stage("timing", what="torch.compile")
-        compiled = compile_reference(ref_model, buf, kw["device"])
+        compiled = compile_reference(ref_model, buf, kw["device"], raise_oom)
     out["compile_note"] = compiled.note
     if compiled.model is not None:
-        with torch.no_grad():
-            comp = timing_mod.bench(lambda i: compiled.model(*buf), **kw)
+        try:
+            with torch.no_grad():
+                comp = timing_mod.bench(lambda i: compiled.model(*buf), **kw)
+        except Exception as exc:
+            out["compile_note"] = _compile_failure(exc, raise_oom, "timing it")
+            return out
         comp.pop("method", None)
         out["compiled"] = comp
     return out
@@ -162,7 +169,7 @@ class Compiled:
     note: str
 
 
-def compile_reference(ref_model, buf: list[Any], device: str) -> Compiled:
+def compile_reference(ref_model, buf: list[Any], device: str, raise_oom: bool = False) -> Compiled:
     """torch.compile (default mode) of the reference, compiled by a first call on `buf`. Compiling
     needs the GPU but not the GPU to itself: the baseline worker does it before its device lease."""
     import torch
@@ -175,19 +182,31 @@ def compile_reference(ref_model, buf: list[Any], device: str) -> Compiled:
         if device == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:
-        from stitch_mcp.gpu_memory import out_of_memory
-
-        if out_of_memory(f"{type(exc).__name__} {exc}"):  # the memory it was given, not torch.compile, failed
-            raise
-        return Compiled(None, f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}")
+        return Compiled(None, _compile_failure(exc, raise_oom, "compiling"))
     return Compiled(model, f"torch.compile (default mode); compiling took {time.monotonic() - t0:.1f} s")
 
 
+def _compile_failure(exc: Exception, raise_oom: bool, doing: str) -> str:
+    """The note for torch.compile's baseline that raised `exc`. "torch.compile failed" is cached
+    for the task (compile_baseline_known); running out of memory is the memory's fault, not
+    torch.compile's: raised with `raise_oom`, else noted so that the next check times it."""
+    from stitch_mcp.gpu_memory import out_of_memory
+
+    if out_of_memory(f"{type(exc).__name__} {exc}"):
+        if raise_oom:
+            raise exc
+        return f"torch.compile's baseline ran out of GPU memory while {doing}: not timed"
+    return f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
+
+
 def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
-    """Only the reference's baselines (a worker stage of its own): check.py times them on the GPU
-    beside a task's first candidate (its build and its run stage), so that no judge compiles
-    torch.compile's baseline while it holds the device. The reference is compiled with its share of
-    GPU memory held, and timed with the device to itself."""
+    """Only the reference's baselines (a worker stage of its own): check.py starts it with a task's
+    first check, so that no judge compiles torch.compile's baseline while it holds the device. It
+    compiles the reference beside the check, with a share of GPU memory held; then gives the share
+    back and waits until none of the task's candidates runs any more (spec["go_file"] appears: a
+    candidate that keeps the GPU busy while the baseline is timed would make every later
+    candidate of the task look faster); then times eager and torch.compile with the device to
+    itself, and the result is cached for the task (check.py)."""
     from stitch_mcp.events import stage
 
     stage("import")
@@ -204,19 +223,37 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     if compare_compile:
         _import_compiler()
     with _memory_held(spec, torch, ref_mod, init_args, device):
-        stage("inputs")
         ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
-        inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
         compiled = None
         if compare_compile:
             stage("compiling", what="torch.compile")
-            compiled = compile_reference(ref_model, inputs.buf, device)
+            inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
+            compiled = compile_reference(ref_model, inputs.buf, device, raise_oom=True)
+            inputs = None  # the weights stay (the compiled model holds them); the inputs are made again
+        free_cuda_cache()
+    _wait_for_go(spec.get("go_file"), stage)
+    with _memory_held(spec, torch, ref_mod, init_args, device):
+        stage("inputs")
+        inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
         with _device_held(spec, device):
             stage("timing")
             base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs), compare_compile,
-                                     stage, compiled)
+                                     stage, compiled, raise_oom=True)
+        ref_model = inputs = compiled = None  # freed before the memory share is given back
+        free_cuda_cache()
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
+
+
+WAITING_FOR_CANDIDATES = "waiting for the task's candidates to end"
+
+
+def _wait_for_go(go_file: str | None, stage) -> None:
+    if not go_file:
+        return
+    stage(WAITING_FOR_CANDIDATES)
+    while not Path(go_file).exists():
+        time.sleep(0.05)
 
 
 def _import_compiler() -> None:
@@ -244,8 +281,24 @@ def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], dev
         yield
 
 
+def free_cuda_cache() -> None:
+    """Give what this process's caching allocator holds back to the driver, before a memory share
+    is given back (the next check may take the share at once)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        import gc
+
+        gc.collect()
+        with contextlib.suppress(Exception):  # a context left broken by an error: its exit frees it all
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+
 @contextlib.contextmanager
 def _device_held(spec: dict[str, Any], device: str):
+    """On a GPU: the device lease (stitch_mcp.devices), for timing."""
     if device != "cuda":
         yield
         return

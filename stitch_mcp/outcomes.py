@@ -78,6 +78,9 @@ class WorkerResult:
     output_bytes: int = 0
     seconds: float = 0.0
     spare: bool = False  # ran in a spare worker started ahead of need
+    # set once the worker has exited and what it left was killed (later than the result where
+    # run_worker's `until_result` returned first)
+    exited: threading.Event = field(default_factory=threading.Event)
 
     @property
     def ok(self) -> bool:

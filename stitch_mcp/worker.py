@@ -263,9 +263,9 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     The stage's result is validated as its model (stitch_mcp.stage_results) on receipt.
     `spare`: take a spare worker if one is ready (False: start one, leaving the spares to stages
     that wait on them). `until_result`: return once the result has come; the worker's exit (its
-    CUDA context's teardown) and the clean-up after it go on in the background (`settle` waits for
-    them). The run stage reports after its rooms have ended and its GPU memory share and device
-    lease are given back, so nothing that follows its result can change it.
+    CUDA context's teardown; the run stage's rooms ending, with its device lease and GPU memory
+    share held until they have) and the clean-up after it go on in the background (`settle` waits
+    for them; the result's `exited` is set once done). Nothing that follows the result changes it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
@@ -284,10 +284,11 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     finished = _wait(proc, timeout_s, kill, res, reported if until_result else None)
     if finished:
         _clean_up(started, unregister)
+        res.exited.set()
         reader.join(timeout=5)
         capture.thread.join(timeout=5)
     else:
-        _finish_later(started, unregister, timeout_s)
+        _finish_later(started, unregister, timeout_s, res.exited)
     res.seconds = time.monotonic() - t0
     res.returncode = proc.returncode
     res.output = capture.text()
@@ -367,7 +368,8 @@ def _record_event(ev: dict[str, Any], res: WorkerResult, stage_name: str) -> Non
     """The result (validated again here, as `stage_name`'s model: stitch_mcp.stage_results), a
     restart of a spare (no longer counted as one), or an event kept in order."""
     if ev.get("event") == "result":
-        res.result = read_stage_result(stage_name, ev.get("data") or {})
+        if res.result is None:  # one result per stage: run_worker may already have returned with it
+            res.result = read_stage_result(stage_name, ev.get("data") or {})
     elif ev.get("event") == "spare_restarted":
         res.spare = False
     else:
@@ -378,7 +380,7 @@ def _record_event(ev: dict[str, Any], res: WorkerResult, stage_name: str) -> Non
 
 # Stages in which the worker only waits for others' checks to finish: they do not count against its
 # time limit (with twelve checks at once a wait for the device passed 120 s), up to MAX_WAIT_S.
-WAITING_STAGES = {"waiting for the device", "waiting for GPU memory"}
+WAITING_STAGES = {"waiting for the device", "waiting for GPU memory", "waiting for the task's candidates to end"}
 MAX_WAIT_S = 3600.0
 
 
@@ -415,16 +417,19 @@ _finishing: set[threading.Thread] = set()
 _finishing_lock = threading.Lock()
 
 
-def _finish_later(started: _Started, unregister: Callable[[], None] | None, timeout_s: float) -> None:
+def _finish_later(started: _Started, unregister: Callable[[], None] | None, timeout_s: float,
+                  exited: threading.Event) -> None:
     """After a result came: let the worker exit (its CUDA context's teardown takes 0.1-0.3 s on an
-    H100 host), kill it past `timeout_s`, then clean up after it, in a thread `settle` waits for."""
+    H100 host), kill it past `timeout_s`, then clean up after it, in a thread `settle` waits for;
+    `exited` is set at the end."""
     def finish() -> None:
         try:
             started.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            log.error("worker %d did not exit %.0f s after its result: killed", started.proc.pid, timeout_s)
+            log.error("worker %d did not exit %.0f s after its result: killing it", started.proc.pid, timeout_s)
         finally:
             _clean_up(started, unregister)
+            exited.set()
             with _finishing_lock:
                 _finishing.discard(threading.current_thread())
 

@@ -287,18 +287,34 @@ def test_build_output_is_ours_read_only_and_scoped_to_the_source(cpp_cold):
     assert other != scope and not other.exists()
 
 
-def test_baselines_measured_in_a_worker_of_their_own_are_stored():
-    """On a GPU the reference's baselines are timed in a worker of their own beside a task's first
-    candidate (no candidate process alive); the task's cache keeps them for torch.compile."""
+def test_baselines_are_timed_in_a_worker_of_their_own_once_no_check_of_the_task_runs():
+    """On a GPU the reference's baselines are timed in a worker of their own, started with a
+    task's first check; the task's cache keeps them for torch.compile. The worker times them only
+    once no check of the task is running: a candidate could otherwise keep the GPU busy outside the
+    device lease while they are timed, and every later candidate of the task would look faster."""
+    from stitch_mcp import check as check_mod
     from stitch_mcp.check import _cached_baselines, _time_baselines
     from stitch_mcp.config import get_settings
     from stitch_mcp.sources import resolve_task
     from stitch_mcp.store import get_workspace
 
-    task = resolve_task(prog("ref_relu"), None)
-    _time_baselines(task.source, task.task_id, False).join()
-    stored = _cached_baselines(get_workspace(), task.task_id, get_settings().timing_iters)
-    assert stored["cpu"]["eager"]["median_ms"] > 0
+    def stored(task):
+        return _cached_baselines(get_workspace(), task.task_id, get_settings().timing_iters)
+
+    alone = resolve_task(Path(prog("ref_relu")).read_text() + "\n# timed alone\n", None)
+    t0 = time.monotonic()
+    _time_baselines(alone.source, alone.task_id, False).join()
+    took = time.monotonic() - t0
+    assert stored(alone)["cpu"]["eager"]["median_ms"] > 0
+
+    busy = resolve_task(prog("ref_relu"), None)
+    presence = check_mod._task_activity.enter(busy.task_id)  # a check of the task whose candidate still runs
+    thread = _time_baselines(busy.source, busy.task_id, False)
+    time.sleep(max(2 * took, 5))
+    assert thread.is_alive() and not stored(busy)
+    presence.leave_after([])
+    thread.join(120)
+    assert stored(busy)["cpu"]["eager"]["median_ms"] > 0
 
 
 # ------------------------------------------------------------------ build failures

@@ -22,10 +22,13 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
                each call (and its own work between calls) and rejects room times it contradicts;
                some timed outputs are checked; where eager beside the candidate is slower than
                the task's clean time, the reference's room is timed again alone once the
-               candidate's room has ended; torch.compile's baseline is timed here, in a process
-               that never loaded candidate code                                  (judge/timing.py)
+               candidate's room has ended; torch.compile's baseline comes from the task's cache or
+               the baseline worker (check.py), else is timed here once the rooms have ended
+                                                                                 (judge/timing.py)
 
-This module runs them in that order and holds the device lease around trials and timing.
+This module runs them in that order and holds the device lease around trials and timing. The
+result is sent once the timing is done (run_stage's `report`), while the rooms end; the device
+lease and the memory share are given back only after they have.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from stitch_mcp.correctness import StageError
+from stitch_mcp.correctness import StageError, free_cuda_cache
 from stitch_mcp.judge.prepare import (
     Prepared,
     free_cached,
@@ -101,22 +104,8 @@ def run_stage(spec: dict[str, Any], report: Callable[[dict[str, Any]], None] | N
             if "candidate" in rooms:
                 res["room"] = rooms["candidate"].describe()
             p = None  # its tensors go with it
-            _free_gpu_memory()  # before the memory share is given back: the next check may take it at once
+            free_cuda_cache()
     return res
-
-
-def _free_gpu_memory() -> None:
-    """Give what this judge's caching allocator holds back to the driver."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        import gc
-
-        gc.collect()
-        with contextlib.suppress(Exception):  # a context left broken by an error: its exit frees it all
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
 
 
 def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], stage,
@@ -148,11 +137,13 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
             lap("timing")
         res["findings"] = list({f["code"]: f for f in reversed(res["findings"])}.values())[::-1]
         if closing is not None:
-            if report is not None:  # final: nothing of the candidate runs any more
-                res["room"] = room.describe()
-                res["lease"]["window"] = [lease.acquired_at, time.time()]
-                report(res)
-            closing.join()  # the device lease and the memory share end only once the rooms have
+            try:
+                if report is not None:  # final: nothing the rooms do from here on is looked at
+                    res["room"] = room.describe()
+                    res["lease"]["window"] = [lease.acquired_at, time.time()]
+                    report(res)
+            finally:
+                closing.join()  # the device lease and the memory share end only once the rooms have
 
 
 def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient],
@@ -186,17 +177,16 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         judge_times(res, p, timed, batches)
         stage("timing", what="checking timed outputs")
         check_timed_outputs(res, p, timed)  # on samples the judge holds, while the rooms end
+        lap("timing_outputs_checked")
+        physical_floor(res, p, timed, spec)
+        if needs_compile_timed(spec, res):
+            closing.join()  # torch.compile is timed with no room alive
+        baselines(spec, res, p, stage, alone)
+        lap("timing_baselines")
     except BaseException:
         closing.join()
         raise
-    lap("timing_outputs_checked")
-    physical_floor(res, p, timed, spec)
-    if needs_compile_timed(spec, res):
-        closing.join()  # torch.compile is timed with no room alive
-        closing = None
-    baselines(spec, res, p, stage, alone)
-    lap("timing_baselines")
-    return closing
+    return closing if closing.is_alive() else None
 
 
 def _start_closing(rooms: list[RoomClient]) -> threading.Thread:
