@@ -12,6 +12,7 @@ workspace with its routing decision.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import logging
 import os
@@ -715,50 +716,64 @@ class _Presence:
 
 
 class _TaskActivity:
-    """The checks of each task in this server whose candidate may still run. The baseline worker
-    times a task only when there are none (correctness.baseline_stage's go file): a candidate that
-    keeps the GPU busy outside the device lease (at import, in its first call, from a thread) while
-    its task's baselines are timed would make every later candidate of the task look faster."""
+    """The checks of each task in this server whose candidate may still run, and how many have
+    started. The baseline worker times a task's baselines only where none ran from before the
+    timing to after it (correctness._time_quietly reads "<running> <started>" from the files
+    watching the task): a candidate that kept the GPU busy outside the device lease (at import,
+    in its first call, from a thread) while they are timed would make every later candidate of
+    the task look faster."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._checks: dict[str, int] = {}
-        self._waiting: dict[str, list[Path]] = {}
+        self._running: dict[str, int] = {}
+        self._started: dict[str, int] = {}
+        self._watching: dict[str, list[Path]] = {}
 
     def enter(self, task_id: str) -> _Presence:
         with self._lock:
-            self._checks[task_id] = self._checks.get(task_id, 0) + 1
+            self._running[task_id] = self._running.get(task_id, 0) + 1
+            self._started[task_id] = self._started.get(task_id, 0) + 1
+            self._write(task_id)
         return _Presence(self, task_id)
 
     def leave(self, presence: _Presence) -> None:
         task_id = presence.task_id
         with self._lock:
             presence.gone = True
-            self._checks[task_id] -= 1
-            if self._checks[task_id]:
-                return
-            del self._checks[task_id]
-            go = self._waiting.pop(task_id, [])
-        for path in go:
-            path.touch()
+            self._running[task_id] -= 1
+            self._write(task_id)
 
     def others_running(self, presence: _Presence) -> bool:
         """Whether a check of the task other than `presence`'s is running."""
         with self._lock:
-            return self._checks.get(presence.task_id, 0) > (0 if presence.gone else 1)
+            return self._running.get(presence.task_id, 0) > (0 if presence.gone else 1)
 
-    def when_idle(self, task_id: str, go_file: Path) -> None:
-        """Create `go_file` as soon as no check of the task is running (now, if none is)."""
+    def watch(self, task_id: str, path: Path) -> None:
+        """Keep `path` holding the task's "<running> <started>" from now until unwatch."""
         with self._lock:
-            if self._checks.get(task_id):
-                self._waiting.setdefault(task_id, []).append(go_file)
-                return
-        go_file.touch()
+            self._watching.setdefault(task_id, []).append(path)
+            self._write(task_id)
+
+    def unwatch(self, task_id: str, path: Path) -> None:
+        with self._lock:
+            paths = self._watching.get(task_id, [])
+            if path in paths:
+                paths.remove(path)
+            if not paths:
+                self._watching.pop(task_id, None)
+
+    def _write(self, task_id: str) -> None:
+        state = f"{self._running.get(task_id, 0)} {self._started.get(task_id, 0)}\n"
+        for path in self._watching.get(task_id, []):
+            with contextlib.suppress(OSError):  # its worker's folder is gone: unwatch follows
+                path.write_text(state)
 
 
 _task_activity = _TaskActivity()
 _baseline_runs: dict[str, threading.Thread] = {}  # task_id -> the baseline worker's thread timing it now
-_baseline_failed: set[str] = set()  # tasks whose baseline worker failed: their judges time torch.compile
+# task_id -> when its baseline worker last failed: for a while its judges time torch.compile themselves
+_baseline_failed: dict[str, float] = {}
+BASELINE_RETRY_S = 600.0
 _baseline_runs_lock = threading.Lock()
 
 
@@ -766,7 +781,8 @@ def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool)
     """Time the reference (eager and torch.compile) on a GPU in a worker of its own, started with
     the check, where the task's cache does not settle torch.compile yet; one such worker per task at
     a time (a check that finds one running waits for that one). Returns its thread, or None where
-    none is needed, or where one failed for the task before (its judges time it then)."""
+    none is needed, or where one failed for the task in the last BASELINE_RETRY_S (its judges
+    time it then)."""
     from stitch_mcp.correctness import compile_baseline_known
 
     if not (timing and compare_compile and _cuda_possible()):
@@ -775,7 +791,7 @@ def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool)
         running = _baseline_runs.get(task.task_id)
         if running is not None and running.is_alive():
             return running
-        if task.task_id in _baseline_failed or \
+        if time.monotonic() - _baseline_failed.get(task.task_id, -BASELINE_RETRY_S) < BASELINE_RETRY_S or \
                 any(map(compile_baseline_known, _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
             return None
         thread = _time_baselines(task.source, task.task_id, compare_compile)
@@ -786,7 +802,7 @@ def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool)
 def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) -> threading.Thread:
     """Start a thread that times the reference in the baseline worker (correctness.baseline_stage)
     and stores the result as the task's baselines; join it. The worker compiles at once and times
-    once no check of the task is running (_TaskActivity). It outlives the check that started it (a
+    while no check of the task is running (_TaskActivity). It outlives the check that started it (a
     failed build, a cancelled call): the task's next candidate uses what it measures. The worker
     is a fresh one, not a spare: spares are for the run stages waiting on them."""
     from stitch_mcp.devices import choose_device, pin_env
@@ -807,8 +823,8 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
         try:
             gpu = choose_device()  # the worker holds its GPU memory, then the device (correctness.baseline_stage)
             spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
-            spec["go_file"] = str(workdir / "go")
-            _task_activity.when_idle(task_id, workdir / "go")
+            spec["activity_file"] = str(workdir / "activity")
+            _task_activity.watch(task_id, workdir / "activity")
             # inductor's pool of compile processes would take the cores builds are using;
             # the number of compile threads changes how long compiling takes, not its kernels
             env_all = {**pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
@@ -821,12 +837,13 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
             if res.ok:
                 _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
             else:  # the task's next run stages time them themselves
-                _baseline_failed.add(task_id)
+                _baseline_failed[task_id] = time.monotonic()
                 log.warning("the baseline worker: %s %s", res.kind, res.message[:300])
         except Exception:
-            _baseline_failed.add(task_id)
+            _baseline_failed[task_id] = time.monotonic()
             log.exception("the baseline worker failed")
         finally:
+            _task_activity.unwatch(task_id, workdir / "activity")
             shutil.rmtree(workdir, ignore_errors=True)
 
     thread = threading.Thread(target=measure, name=f"baselines-{task_id}", daemon=False)

@@ -154,7 +154,9 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
             with torch.no_grad():
                 comp = timing_mod.bench(lambda i: compiled.model(*buf), **kw)
         except Exception as exc:
-            out["compile_note"] = _compile_failure(exc, raise_oom, "timing it")
+            note = _compile_failure(exc, raise_oom, "timing it")
+            # compiled but failed when timed: not cached as a failure (the next check times it again)
+            out["compile_note"] = note.replace("torch.compile failed", "timing torch.compile's baseline failed")
             return out
         comp.pop("method", None)
         out["compiled"] = comp
@@ -202,11 +204,9 @@ def _compile_failure(exc: Exception, raise_oom: bool, doing: str) -> str:
 def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     """Only the reference's baselines (a worker stage of its own): check.py starts it with a task's
     first check, so that no judge compiles torch.compile's baseline while it holds the device. It
-    compiles the reference beside the check, with a share of GPU memory held; then gives the share
-    back and waits until none of the task's candidates runs any more (spec["go_file"] appears: a
-    candidate that keeps the GPU busy while the baseline is timed would make every later
-    candidate of the task look faster); then times eager and torch.compile with the device to
-    itself, and the result is cached for the task (check.py)."""
+    compiles the reference beside the check, with a share of GPU memory held, then gives the share
+    back and times eager and torch.compile with a share again and the device to itself once no check
+    of the task runs (_time_quietly); the result is cached for the task (check.py)."""
     from stitch_mcp.events import stage
 
     stage("import")
@@ -229,30 +229,66 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
             stage("compiling", what="torch.compile")
             inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
             compiled = compile_reference(ref_model, inputs.buf, device, raise_oom=True)
-            inputs = None  # the weights stay (the compiled model holds them); the inputs are made again
+            inputs = None  # made again to be timed
         free_cuda_cache()
-    _wait_for_go(spec.get("go_file"), stage)
-    with _memory_held(spec, torch, ref_mod, init_args, device):
-        stage("inputs")
-        inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
-        with _device_held(spec, device):
-            stage("timing")
-            base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs), compare_compile,
-                                     stage, compiled, raise_oom=True)
-        ref_model = inputs = compiled = None  # freed before the memory share is given back
-        free_cuda_cache()
+    # the weights (and the compiled model) stay on the card, outside any share, until it is timed
+    base = _time_quietly(spec, torch, ref_mod, init_args, device, ref_model, compiled)
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
 
 
-WAITING_FOR_CANDIDATES = "waiting for the task's candidates to end"
+QUIET_TRIES = 20
 
 
-def _wait_for_go(go_file: str | None, stage) -> None:
-    if not go_file:
-        return
-    stage(WAITING_FOR_CANDIDATES)
-    while not Path(go_file).exists():
+def _time_quietly(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, ref_model,
+                  compiled: Compiled | None) -> dict[str, Any]:
+    """The baselines timed while no check of the task runs: a candidate that kept the GPU busy
+    outside the device lease (at import, in its first call, from a thread) while they are timed
+    would make every later candidate of the task look faster. check.py's _TaskActivity writes
+    "<checks running> <checks started>" to spec["activity_file"]; a timing is kept only where
+    none ran from before it to after it and none started meanwhile."""
+    from stitch_mcp.events import WAITING_FOR_CANDIDATES, stage
+
+    path = spec.get("activity_file")
+    for _ in range(QUIET_TRIES):
+        if path:
+            stage(WAITING_FOR_CANDIDATES)
+        started, kept = _wait_quiet(path), None
+        with _memory_held(spec, torch, ref_mod, init_args, device):
+            stage("inputs")
+            inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
+            with _device_held(spec, device):
+                stage("timing")
+                if _quiet(path) == (0, started):
+                    base = measure_baselines(ref_model, inputs, bench_options(spec, device, inputs),
+                                             bool(spec.get("compare_compile")), stage, compiled, raise_oom=True)
+                    kept = base if _quiet(path) == (0, started) else None
+            inputs = None
+            free_cuda_cache()  # before the share is given back
+        if kept is not None:
+            return kept
+    raise StageError("baseline_contended", f"checks of the task kept starting while its baselines were timed "
+                                           f"({QUIET_TRIES} tries)")
+
+
+def _quiet(path: str | None) -> tuple[int, int] | None:
+    """(checks of the task running, checks of it started so far) from check.py's activity file;
+    (0, 0) without one; None where it cannot be read (being rewritten): not quiet."""
+    if not path:
+        return (0, 0)
+    try:
+        running, started = Path(path).read_text().split()
+        return int(running), int(started)
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_quiet(path: str | None) -> int:
+    """Wait until no check of the task runs; the number started so far."""
+    while True:
+        state = _quiet(path)
+        if state is not None and state[0] == 0:
+            return state[1]
         time.sleep(0.05)
 
 

@@ -29,3 +29,9 @@ def emit(event: str, **data: Any) -> None:
 
 def stage(name: str, **data: Any) -> None:
     emit("stage", name=name, t=time.monotonic(), **data)
+
+
+# A worker stage in which the baseline worker waits for the checks of its task to end
+# (correctness.baseline_stage): waiting, like the device and GPU memory, does not count against
+# the worker's time limit (worker.WAITING_STAGES).
+WAITING_FOR_CANDIDATES = "waiting for the task's candidates to end"

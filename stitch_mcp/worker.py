@@ -41,7 +41,7 @@ from typing import Any
 
 from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
-from stitch_mcp.events import emit, stage  # noqa: F401  (re-exported; the child side reports through them)
+from stitch_mcp.events import WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
 from stitch_mcp.stage_results import StageResult, read_stage_result
 
 log = logging.getLogger(__name__)
@@ -380,7 +380,7 @@ def _record_event(ev: dict[str, Any], res: WorkerResult, stage_name: str) -> Non
 
 # Stages in which the worker only waits for others' checks to finish: they do not count against its
 # time limit (with twelve checks at once a wait for the device passed 120 s), up to MAX_WAIT_S.
-WAITING_STAGES = {"waiting for the device", "waiting for GPU memory", "waiting for the task's candidates to end"}
+WAITING_STAGES = {"waiting for the device", "waiting for GPU memory", WAITING_FOR_CANDIDATES}
 MAX_WAIT_S = 3600.0
 
 
