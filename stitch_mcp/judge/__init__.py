@@ -53,12 +53,12 @@ from stitch_mcp.judge.prepare import (
 )
 from stitch_mcp.judge.timing import (
     baselines,
-    needs_compile_timed,
     batch_bracket,
     check_timed_outputs,
     door_allowance,
     eager_agrees,
     judge_times,
+    needs_compile_timed,
     physical_floor,
     time_alone,
     time_rooms,
@@ -148,8 +148,8 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
 
 def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient],
             stage) -> threading.Thread | None:
-    """Timing (5 above). Returns the thread ending the rooms, still to be joined; None where it
-    was joined here (the judge timed torch.compile itself, with no room alive)."""
+    """Timing (5 above). Returns the thread ending the rooms while it still runs (to be joined);
+    None once they have ended (the judge times torch.compile itself only after they have)."""
     stage("timing", what="candidate and eager, interleaved")
     room, reference = rooms["candidate"], rooms["reference"]
     lap = _lap(res["stage_seconds"])  # the parts of timing, for tools/bench_check.py
