@@ -307,12 +307,14 @@ def test_baselines_are_timed_in_a_worker_of_their_own_once_no_check_of_the_task_
     took = time.monotonic() - t0
     assert stored(alone)["cpu"]["eager"]["median_ms"] > 0
 
-    busy = resolve_task(prog("ref_relu"), None)
+    busy = resolve_task(Path(prog("ref_relu")).read_text() + "\n# timed once its check has ended\n", None)
     presence = check_mod._task_activity.enter(busy.task_id)  # a check of the task whose candidate still runs
-    thread = _time_baselines(busy.source, busy.task_id, False)
-    time.sleep(max(2 * took, 5))
-    assert thread.is_alive() and not stored(busy)
-    presence.leave_after([])
+    try:
+        thread = _time_baselines(busy.source, busy.task_id, False)
+        time.sleep(max(2 * took, 5))
+        assert thread.is_alive() and not stored(busy)
+    finally:
+        presence.leave_after([])
     thread.join(120)
     assert stored(busy)["cpu"]["eager"]["median_ms"] > 0
 
