@@ -97,6 +97,7 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
                 done[row["key"]] = row
             except (ValueError, KeyError):
                 continue
+    done = {key: row for key, row in done.items() if not row.get("internal")}  # checked again
     todo = [p for p in pairs if p.key not in done]
     lock = threading.Lock()
     rows = [done[p.key] for p in pairs if p.key in done]
@@ -115,6 +116,8 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
                        "verdict": "error", "speedup_vs_eager": None, "speedup_vs_compile": None,
                        "reasons": [str(exc) if isinstance(exc, UserError) else
                                    f"internal error: {type(exc).__name__}: {exc}"]}
+                if not isinstance(exc, UserError):
+                    row["internal"] = True  # ours, not the candidate's: a resumed evaluation checks it again
             with lock:
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()

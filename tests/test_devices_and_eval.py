@@ -90,3 +90,40 @@ def test_fast_p_counts_best_candidate_per_problem():
             {"problem": "c", "verdict": "pass", "speedup_vs_eager": 0.8},
             {"problem": "d", "verdict": "pass", "speedup_vs_eager": 1.6}]
     assert fast_p(rows, "speedup_vs_eager") == {0.0: 0.75, 1.0: 0.5, 1.5: 0.5, 2.0: 0.25}
+
+
+def test_a_check_that_fails_inside_the_server_is_its_rows_error_and_checked_again_on_resume(tmp_path, monkeypatch):
+    """One check's internal error must not lose the whole evaluation's rows (an H100 eval lost all 56
+    to one AttributeError, 2026-11-26), nor stand as that candidate's result when the eval resumes."""
+    import json
+    from types import SimpleNamespace
+
+    import stitch_mcp.check
+    from stitch_mcp.evaluate import evaluate
+
+    problems, cands = tmp_path / "p", tmp_path / "c"
+    problems.mkdir(), cands.mkdir()
+    for name in ("1_Relu", "2_Gelu"):
+        (problems / f"{name}.py").write_text("x\n")
+        (cands / f"{name}.py").write_text("y\n")
+
+    def check(*, reference, candidate):
+        if "Gelu" in candidate and not fixed:
+            raise AttributeError("'dict' object has no attribute 'model_dump'")
+        return SimpleNamespace(verdict="pass", speedup_vs_eager=1.5, speedup_vs_compile=None, reasons=[],
+                               task_id="t", candidate_id="c", stage_seconds={})
+
+    monkeypatch.setattr(stitch_mcp.check, "compile_and_check", check)
+    out = tmp_path / "rows.jsonl"
+    fixed = False
+    rows, _ = evaluate(problems, cands, out, jobs=2)
+    by_problem = {r["problem"]: r for r in rows}
+    assert by_problem["1_Relu"]["verdict"] == "pass"
+    assert by_problem["2_Gelu"]["verdict"] == "error" and by_problem["2_Gelu"]["internal"]
+    assert "internal error: AttributeError" in by_problem["2_Gelu"]["reasons"][0]
+    fixed = True
+    rows, _ = evaluate(problems, cands, out, jobs=2)
+    assert sorted((r["problem"], r["verdict"]) for r in rows) == [("1_Relu", "pass"), ("2_Gelu", "pass")]
+    assert len(out.read_text().splitlines()) == 3  # the resumed run checked only the one that failed
+    assert json.loads(out.read_text().splitlines()[-1])["problem"] == "2_Gelu"
+
