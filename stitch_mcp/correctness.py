@@ -154,9 +154,7 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
             with torch.no_grad():
                 comp = timing_mod.bench(lambda i: compiled.model(*buf), **kw)
         except Exception as exc:
-            note = _compile_failure(exc, raise_oom, "timing it")
-            # compiled but failed when timed: not cached as a failure (the next check times it again)
-            out["compile_note"] = note.replace("torch.compile failed", "timing torch.compile's baseline failed")
+            out["compile_note"] = _compile_failure(exc, raise_oom, "timing it")
             return out
         comp.pop("method", None)
         out["compiled"] = comp
@@ -189,16 +187,18 @@ def compile_reference(ref_model, buf: list[Any], device: str, raise_oom: bool = 
 
 
 def _compile_failure(exc: Exception, raise_oom: bool, doing: str) -> str:
-    """The note for torch.compile's baseline that raised `exc`. "torch.compile failed" is cached
-    for the task (compile_baseline_known); running out of memory is the memory's fault, not
-    torch.compile's: raised with `raise_oom`, else noted so that the next check times it."""
+    """The note for torch.compile's baseline that raised `exc` while `doing` ("compiling" or
+    "timing it"). Only "torch.compile failed", a failure to compile, is cached for the task
+    (compile_baseline_known); running out of memory is the memory's fault, not torch.compile's:
+    raised with `raise_oom`; these and a failure when timed are noted so the next check times it."""
     from stitch_mcp.gpu_memory import out_of_memory
 
     if out_of_memory(f"{type(exc).__name__} {exc}"):
         if raise_oom:
             raise exc
         return f"torch.compile's baseline ran out of GPU memory while {doing}: not timed"
-    return f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
+    failed = "torch.compile failed" if doing == "compiling" else f"torch.compile's baseline failed while {doing}"
+    return f"{failed}: {type(exc).__name__}: {str(exc)[:300]}"
 
 
 def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
