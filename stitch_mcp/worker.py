@@ -268,9 +268,9 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     for them; the result's `exited` is set once done). Nothing that follows the result changes it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec}), encoding="utf-8")
+    t0 = time.monotonic()  # CLOCK_MONOTONIC is the host's: the worker reads its start against it
+    (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec, "ordered_at": t0}), encoding="utf-8")
     res = WorkerResult(stage="start")
-    t0 = time.monotonic()
     started, res.spare = _take_worker() if spare else (_start(), False)
     proc = started.proc
     _give_order(started, workdir, env)

@@ -78,6 +78,8 @@ def run_stage(spec: dict[str, Any], report: Callable[[dict[str, Any]], None] | N
     with contextlib.ExitStack() as hold:  # the check's share of GPU memory: released after the rooms end
         try:
             stage("import")
+            if "ordered_at" in spec:  # the worker's start: a spare's wait for its order, or a new one's imports
+                res["stage_seconds"]["judge_start"] = round(time.monotonic() - spec["ordered_at"], 4)
             lap = _lap(res["stage_seconds"])
             rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"])
             if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it

@@ -15,7 +15,8 @@
 #
 # GPU run (carry [".gpu", ".whl"]; .whl from ../shared/device/wheelhouse.sh where mcp/pydantic are missing):
 #   tools/gpu/eval_lazy_gpu.sh eval
-# $OUT receives preflight.txt, lazy.jsonl, lazy.log. Settings: EVAL_JOBS (12), EVAL_TIMEOUT_S (570: the
+# $OUT receives preflight.txt, lazy.jsonl, lazy.log, host_load.txt (every 5 s: seconds, load averages,
+# running/all tasks, GPU memory used MiB, GPU utilisation %). Settings: EVAL_JOBS (12), EVAL_TIMEOUT_S (570: the
 # command limit is 10 minutes; rows finished by then are kept and counted), STITCH_DATA_DIR /
 # STITCH_CACHE_DIR (default: fresh folders under .gpu/lazy/run-<epoch>). Each eval also leaves a copy of
 # its results in .gpu/lazy/last.jsonl; LAZY_RESUME=1 starts from that copy (eval skips the rows it holds;
@@ -104,6 +105,12 @@ for st in sorted(by):
     ok = sum(r["verdict"] == "pass" for r in rs)
     secs = [r.get("seconds") or 0 for r in rs]
     print(f"{st:<6} {len(rs):>3} {ok:>5} {len(rs) - ok:>6} {sum(secs) / len(secs):>7.1f}")
+stages = defaultdict(float)
+for r in rows:
+    for k, v in (r.get("stage_seconds") or {}).items():
+        stages[k] += v
+if rows:
+    print("mean stage seconds: " + ", ".join(f"{k} {v / len(rows):.1f}" for k, v in stages.items() if v / len(rows) >= 0.05))
 bad = [r for r in rows if r["verdict"] != "pass"]
 if bad:
     print("not passed:")
@@ -131,6 +138,9 @@ run_eval() {
   timeout "${EVAL_TIMEOUT_S:-570}" python3 -m stitch_mcp eval $G/problems $G/candidates --jobs "$jobs" \
     --out "$OUT/lazy.jsonl" > "$OUT/eval.stdout" 2> "$OUT/eval.stderr" &
   local pid=$! seen=0
+  (while kill -0 $pid 2>/dev/null; do  # the host's load and the card's memory beside the checks
+     echo "$(( $(date +%s) - t_start )) $(cut -d' ' -f1-4 /proc/loadavg) $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | head -1)"
+     sleep 5; done > "$OUT/host_load.txt") &
   while kill -0 $pid 2>/dev/null; do
     sleep 10
     local n; n=$(grep -c . "$OUT/lazy.jsonl" 2>/dev/null); n=${n:-0}
