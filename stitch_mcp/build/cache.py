@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,10 @@ def _sha(*parts: Any) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Readers (other workers building at the same time) see the whole file or none of it."""
+    """Readers (other workers building at the same time) see the whole file or none of it; two
+    threads writing it at once each write a file of their own."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
     tmp.write_text(text)
     os.replace(tmp, path)
 
