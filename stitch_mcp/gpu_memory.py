@@ -31,7 +31,11 @@ OVERHEAD_BYTES = 3 << 30
 # outputs before it makes the next (stitch_mcp.room): at 4 inputs and 6 outputs an 8 GB-input task
 # did not fit an 80 GB H100 (docs/gpu-runs/2026-11-26-session11). Weights: the judge's reference
 # model, the candidate's, the reference room's.
-COPIES = {"inputs": 3, "outputs": 5, "weights": 3}
+# Intermediates: the most the reference's forward holds beside its inputs, weights and output at
+# once (a loss's elementwise differences and squares, 2x its inputs); kept by the caching allocators
+# of the judge and of the reference's room after their first call. Uncounted, a loss task over 8 GB
+# inputs ran other checks out of memory (docs/gpu-runs/2026-11-26-session13).
+COPIES = {"inputs": 3, "outputs": 5, "weights": 3, "intermediates": 2}
 BATCH_BYTES = 512 << 20  # what timing's batches of back-to-back calls add, in shared buffers (judge.timing)
 
 
@@ -50,7 +54,7 @@ def estimate_need(torch, ref_mod: Any, init_args: list[Any], extra_bytes: int = 
 # one CUDA context. A reference whose intermediates do not fit runs out of memory and is timed again
 # with the card to itself (check.py). At this size the baseline of a KernelBench level-1 task (6 GiB
 # of inputs) fits beside another such task's check on an 80 GB card, instead of waiting for it.
-BASELINE_COPIES = {"inputs": 2, "outputs": 2, "weights": 1}
+BASELINE_COPIES = {"inputs": 2, "outputs": 2, "weights": 1, "intermediates": 1}
 BASELINE_OVERHEAD_BYTES = 3 << 29
 
 
@@ -63,7 +67,8 @@ def baseline_need(torch, ref_mod: Any, init_args: list[Any]) -> int | None:
 
 
 def _meta_sizes(torch, ref_mod: Any, init_args: list[Any]) -> dict[str, int] | None:
-    """Bytes of one set of the reference's inputs, outputs and weights, made on the meta device."""
+    """Bytes of one set of the reference's inputs, outputs, weights and forward's intermediates
+    (at their peak), made on the meta device."""
     from stitch_mcp import integrity as integ
 
     try:
@@ -72,15 +77,62 @@ def _meta_sizes(torch, ref_mod: Any, init_args: list[Any]) -> dict[str, int] | N
     except Exception:
         return None
     in_bytes = integ.tensor_bytes(inputs)
-    out_bytes, weight_bytes = in_bytes, 0  # where the model does not run on meta: outputs like inputs
+    out_bytes, weight_bytes, peak = in_bytes, 0, 0  # where the model does not run on meta: outputs like inputs
     try:
         with torch.device("meta"), torch.no_grad():
             model = ref_mod.Model(*init_args)
             weight_bytes = integ.tensor_bytes(list(model.state_dict().values()))
-            out_bytes = integ.tensor_bytes(integ.flatten(model(*inputs)))
+            out, peak = _forward_tracked(model, inputs)
+            out_bytes = integ.tensor_bytes(integ.flatten(out))
     except Exception:
         pass
-    return {"inputs": in_bytes, "outputs": out_bytes, "weights": weight_bytes}
+    return {"inputs": in_bytes, "outputs": out_bytes, "weights": weight_bytes,
+            "intermediates": max(0, peak - out_bytes)}
+
+
+def _forward_tracked(model, inputs: list[Any]) -> tuple[Any, int]:
+    """The model's output and its forward's peak of new bytes; a forward the counting mode breaks
+    runs again without it (peak 0: the intermediates are not known)."""
+    try:
+        with _peak_bytes_mode() as tracked:
+            out = model(*inputs)
+        return out, tracked.peak
+    except Exception:
+        return model(*inputs), 0
+
+
+def _peak_bytes_mode():
+    """A dispatch mode counting the bytes of the storages the ops under it make (a view or an
+    in-place result shares its argument's), less those already gone: `peak` is the most alive at once."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    def _storage(t) -> int:
+        return t.untyped_storage()._cdata
+
+    class PeakBytes(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.live = self.peak = 0
+
+        def _gone(self, n: int) -> None:
+            self.live -= n
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            given = {_storage(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor) and _storage(t) not in given:
+                    n = t.untyped_storage().nbytes()
+                    self.live += n
+                    weakref.finalize(t, self._gone, n)
+            self.peak = max(self.peak, self.live)
+            return out
+
+    return PeakBytes()
 
 
 @contextlib.contextmanager
