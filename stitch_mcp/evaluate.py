@@ -3,8 +3,9 @@
 A candidate matches a problem by file name: `CANDIDATES_DIR/NAME.py`, or any `.py` file in
 `CANDIDATES_DIR/NAME/`, for the problem `PROBLEMS_DIR/NAME.py`. Checks run several at a time, so
 builds overlap; each check's GPU stage holds its GPU alone (see devices.py), so timings never
-overlap. Rows already in the results file (same problem and candidate source) are skipped, so an
-interrupted run resumes where it stopped.
+overlap. On a GPU host the checks start with the heaviest on GPU memory beside the lightest
+(stitch_mcp.memory_order). Rows already in the results file (same problem and candidate source) are
+skipped, so an interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,7 @@ def _row(pair: Pair, report) -> dict:
             "speedup_vs_compile": report.speedup_vs_compile, "reasons": report.reasons[:5],
             "task_id": report.task_id, "candidate_id": report.candidate_id,
             "seconds": report.stage_seconds.get("total", 0.0),  # the parts overlap and nest: not summed
+            "finished_at": round(time.time(), 3),
             "stage_seconds": report.stage_seconds}
 
 
@@ -77,6 +80,20 @@ def fast_p(rows: list[dict], field: str) -> dict[float, float]:
         best[row["problem"]] = max(best.get(row["problem"], -1.0), speed)
     n = len(best) or 1
     return {p: sum(1 for s in best.values() if s >= 0 and (s > p if p > 0 else True)) / n for p in FAST_P}
+
+
+def _start_order(todo: list[Pair]) -> list[Pair]:
+    """On a GPU host, the checks heaviest on GPU memory beside the lightest (stitch_mcp.memory_order);
+    elsewhere, and where the estimate fails, name order."""
+    from stitch_mcp.cuda_tools import nvidia_devices
+    from stitch_mcp.memory_order import heaviest_beside_lightest, memory_needs
+
+    if len(todo) < 3 or not nvidia_devices():
+        return todo
+    needs = memory_needs(sorted({p.reference for p in todo}))
+    if not needs:
+        return todo
+    return heaviest_beside_lightest(todo, lambda p: needs.get(str(p.reference)))
 
 
 def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
@@ -98,7 +115,7 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
             except (ValueError, KeyError):
                 continue
     done = {key: row for key, row in done.items() if not row.get("internal")}  # checked again
-    todo = [p for p in pairs if p.key not in done]
+    todo = _start_order([p for p in pairs if p.key not in done])
     lock = threading.Lock()
     rows = [done[p.key] for p in pairs if p.key in done]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -127,3 +127,58 @@ def test_a_check_that_fails_inside_the_server_is_its_rows_error_and_checked_agai
     assert len(out.read_text().splitlines()) == 3  # the resumed run checked only the one that failed
     assert json.loads(out.read_text().splitlines()[-1])["problem"] == "2_Gelu"
 
+
+
+def _reference(path, body):
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x * 2\n\n\n" + body +
+                    "\n\ndef get_init_inputs():\n    return []\n")
+    return path
+
+
+def test_eval_starts_the_checks_heaviest_on_gpu_memory_beside_the_lightest(tmp_path, monkeypatch):
+    """KernelBench's level-1 tasks need most of an 80 GB card each: in name order they came
+    together and every job waited for memory while nothing built (H100, 2026-11-26). Estimated
+    in a child process on the meta device, as the judge does; a reference that cannot be
+    estimated counts as the heaviest (its check takes the whole card); its output is not read as
+    the answer."""
+    import stitch_mcp.cuda_tools
+    from stitch_mcp.evaluate import _start_order
+    from stitch_mcp.memory_order import memory_needs
+
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    sizes = {"1_small": 64, "2_huge": 8192, "3_tiny": 8, "4_mid": 1024, "5_large": 4096}
+    for name, n in sizes.items():
+        _reference(problems / f"{name}.py", f"print('noise at import')\n\ndef get_inputs():\n"
+                                           f"    return [torch.randn({n}, {n})]")
+    _reference(problems / "6_gpu_at_import.py", "torch.zeros(1).cuda()\n\ndef get_inputs():\n"
+                                                "    return [torch.randn(8, 8)]")
+    needs = memory_needs(sorted(problems.glob("*.py")))
+    by_name = {p.split("/")[-1][:-3]: n for p, n in needs.items()}
+    assert by_name["6_gpu_at_import"] is None
+    assert by_name["2_huge"] > by_name["5_large"] > by_name["4_mid"] > by_name["1_small"] > by_name["3_tiny"]
+    assert by_name["2_huge"] - by_name["5_large"] == 3 * (8192 ** 2 - 4096 ** 2) * 4 + \
+        5 * (8192 ** 2 - 4096 ** 2) * 4  # the judge's copies of inputs and outputs (gpu_memory.COPIES)
+
+    from stitch_mcp.evaluate import match
+
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    for p in problems.glob("*.py"):
+        (cands / p.name).write_text("y\n")
+    pairs, _ = match(problems, cands)
+    monkeypatch.setattr(stitch_mcp.cuda_tools, "nvidia_devices", lambda: [])
+    assert [p.problem for p in _start_order(pairs)] == sorted(p.problem for p in pairs)  # no GPU: name order
+    monkeypatch.setattr(stitch_mcp.cuda_tools, "nvidia_devices", lambda: ["GPU-0"])
+    assert [p.problem for p in _start_order(pairs)] == [
+        "6_gpu_at_import", "3_tiny", "2_huge", "1_small", "5_large", "4_mid"]
+
+
+def test_heaviest_beside_lightest_keeps_equal_needs_in_order():
+    from stitch_mcp.memory_order import heaviest_beside_lightest
+
+    needs = {"a": 5, "b": 1, "c": 5, "d": None, "e": 1}
+    assert heaviest_beside_lightest(list("abcde"), needs.get) == ["d", "e", "a", "b", "c"]
+    assert heaviest_beside_lightest([], needs.get) == []
+    assert heaviest_beside_lightest(["a"], needs.get) == ["a"]
