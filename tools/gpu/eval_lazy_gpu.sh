@@ -15,8 +15,9 @@
 #
 # GPU run (carry [".gpu", ".whl"]; .whl from ../shared/device/wheelhouse.sh where mcp/pydantic are missing):
 #   tools/gpu/eval_lazy_gpu.sh eval
-# $OUT receives preflight.txt, lazy.jsonl, lazy.log, host_load.txt (every 5 s: seconds, load averages,
-# running/all tasks, GPU memory used MiB, GPU utilisation %). Settings: EVAL_JOBS (12), EVAL_TIMEOUT_S (570: the
+# $OUT receives preflight.txt, lazy.jsonl, lazy.log, cpu_by_kind.txt (CPU seconds by kind of process),
+# host_load.txt (every 5 s: seconds, load averages, running/all tasks, GPU memory used MiB, GPU
+# utilisation %). Settings: EVAL_JOBS (12), EVAL_TIMEOUT_S (570: the
 # command limit is 10 minutes; rows finished by then are kept and counted), STITCH_DATA_DIR /
 # STITCH_CACHE_DIR (default: fresh folders under .gpu/lazy/run-<epoch>). Each eval also leaves a copy of
 # its results in .gpu/lazy/last.jsonl; LAZY_RESUME=1 starts from that copy (eval skips the rows it holds;
@@ -138,6 +139,8 @@ run_eval() {
   timeout "${EVAL_TIMEOUT_S:-570}" python3 -m stitch_mcp eval $G/problems $G/candidates --jobs "$jobs" \
     --out "$OUT/lazy.jsonl" > "$OUT/eval.stdout" 2> "$OUT/eval.stderr" &
   local pid=$! seen=0
+  python3 tools/gpu/cpu_by_kind.py --until-pid $pid --out "$OUT/cpu_by_kind.txt" &
+  local sampler=$!
   (while kill -0 $pid 2>/dev/null; do  # the host's load and the card's memory beside the checks
      echo "$(( $(date +%s) - t_start )) $(cut -d' ' -f1-4 /proc/loadavg) $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | head -1)"
      sleep 5; done > "$OUT/host_load.txt") &
@@ -150,13 +153,15 @@ run_eval() {
     fi
   done
   wait $pid; local rc=$?
+  wait $sampler
   t_end=$(date +%s)
   [ $rc -eq 124 ] && say "eval stopped by its ${EVAL_TIMEOUT_S:-570} s timeout: lazy.jsonl holds the rows finished so far"
   say "eval exit $rc"
   local wall=$(( t_end - t_start )) after
   after=$(grep -c . "$OUT/lazy.jsonl" 2>/dev/null); after=${after:-0}
   { echo "== stitch-mcp eval stdout"; cat "$OUT/eval.stdout"; echo "== stderr (tail)"; tail -c 6000 "$OUT/eval.stderr"
-    echo "== summary (jobs $jobs)"; summary "$OUT/lazy.jsonl" "$wall" "$total" $(( after - before )); } > "$OUT/lazy.log" 2>&1
+    echo "== summary (jobs $jobs)"; summary "$OUT/lazy.jsonl" "$wall" "$total" $(( after - before ))
+    echo "== CPU by kind of process (tools/gpu/cpu_by_kind.py)"; cat "$OUT/cpu_by_kind.txt" 2>/dev/null; } > "$OUT/lazy.log" 2>&1
   rm -f "$OUT/eval.stdout" "$OUT/eval.stderr"
   [ -f "$OUT/lazy.jsonl" ] && cp "$OUT/lazy.jsonl" $G/last.jsonl
   sed -n '/== summary/,$p' "$OUT/lazy.log"
