@@ -47,7 +47,8 @@ class MemoryNeeds(BaseModel):
 def memory_needs(references: Sequence[Path]) -> dict[str, int | None]:
     """Estimated GPU bytes of a check of each reference, keyed by its path as given; {} where the
     estimate could not be made (the order is then left as it is)."""
-    paths = [str(p) for p in references]
+    given = {str(Path(p).resolve()): str(p) for p in references}  # the child works in a folder of its own
+    paths = list(given)
     if not paths:
         return {}
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # a reference that asks for the GPU at import is "not known"
@@ -56,7 +57,8 @@ def memory_needs(references: Sequence[Path]) -> dict[str, int | None]:
             done = subprocess.run([sys.executable, "-m", "stitch_mcp.memory_order"], input=json.dumps(paths),
                                   capture_output=True, text=True, cwd=work, env=env,
                                   timeout=BASE_TIMEOUT_S + PER_REFERENCE_S * len(paths))
-            return MemoryNeeds.model_validate_json(done.stdout).needs
+            needs = MemoryNeeds.model_validate_json(done.stdout).needs
+            return {given[p]: n for p, n in needs.items() if p in given}
         except (subprocess.TimeoutExpired, OSError, ValueError) as exc:
             log.warning("eval: the references' GPU memory could not be estimated (%s); checks start in name order",
                         type(exc).__name__)

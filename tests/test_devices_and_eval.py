@@ -154,7 +154,8 @@ def test_eval_starts_the_checks_heaviest_on_gpu_memory_beside_the_lightest(tmp_p
                                            f"    return [torch.randn({n}, {n})]")
     _reference(problems / "6_gpu_at_import.py", "torch.zeros(1).cuda()\n\ndef get_inputs():\n"
                                                 "    return [torch.randn(8, 8)]")
-    needs = memory_needs(sorted(problems.glob("*.py")))
+    monkeypatch.chdir(tmp_path)  # paths as a user gives them: relative to where eval runs
+    needs = memory_needs(sorted(p.relative_to(tmp_path) for p in problems.glob("*.py")))
     by_name = {p.split("/")[-1][:-3]: n for p, n in needs.items()}
     assert by_name["6_gpu_at_import"] is None
     assert by_name["2_huge"] > by_name["5_large"] > by_name["4_mid"] > by_name["1_small"] > by_name["3_tiny"]
