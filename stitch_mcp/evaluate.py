@@ -91,7 +91,9 @@ def _start_order(todo: list[Pair]) -> list[Pair]:
     if len(todo) < 3 or not nvidia_devices():
         return todo
     needs = memory_needs(sorted({p.reference for p in todo}))
-    if not needs:
+    if not any(n is not None for n in needs.values()):
+        if needs:
+            log.warning("eval: no reference's GPU memory could be estimated; checks start in name order")
         return todo
     return heaviest_beside_lightest(todo, lambda p: needs.get(str(p.reference)))
 
@@ -132,7 +134,8 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
                 row = {"key": pair.key, "problem": pair.problem, "candidate": str(pair.candidate),
                        "verdict": "error", "speedup_vs_eager": None, "speedup_vs_compile": None,
                        "reasons": [str(exc) if isinstance(exc, UserError) else
-                                   f"internal error: {type(exc).__name__}: {exc}"]}
+                                   f"internal error: {type(exc).__name__}: {exc}"],
+                       "finished_at": round(time.time(), 3)}
                 if not isinstance(exc, UserError):
                     row["internal"] = True  # ours, not the candidate's: a resumed evaluation checks it again
             with lock:

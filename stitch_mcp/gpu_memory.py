@@ -77,7 +77,8 @@ def _meta_sizes(torch, ref_mod: Any, init_args: list[Any]) -> dict[str, int] | N
     except Exception:
         return None
     in_bytes = integ.tensor_bytes(inputs)
-    out_bytes, weight_bytes, peak = in_bytes, 0, 0  # where the model does not run on meta: outputs like inputs
+    # where the model does not run on meta: outputs like inputs, intermediates guessed
+    out_bytes, weight_bytes, peak = in_bytes, 0, None
     try:
         with torch.device("meta"), torch.no_grad():
             model = ref_mod.Model(*init_args)
@@ -86,24 +87,25 @@ def _meta_sizes(torch, ref_mod: Any, init_args: list[Any]) -> dict[str, int] | N
             out_bytes = integ.tensor_bytes(integ.flatten(out))
     except Exception:
         pass
-    return {"inputs": in_bytes, "outputs": out_bytes, "weights": weight_bytes,
-            "intermediates": max(0, peak - out_bytes)}
+    intermediates = max(in_bytes, out_bytes) if peak is None else max(0, peak - out_bytes)  # not known: a guess
+    return {"inputs": in_bytes, "outputs": out_bytes, "weights": weight_bytes, "intermediates": intermediates}
 
 
-def _forward_tracked(model, inputs: list[Any]) -> tuple[Any, int]:
+def _forward_tracked(model, inputs: list[Any]) -> tuple[Any, int | None]:
     """The model's output and its forward's peak of new bytes; a forward the counting mode breaks
-    runs again without it (peak 0: the intermediates are not known)."""
+    runs again without it (None: the peak is not known)."""
     try:
         with _peak_bytes_mode() as tracked:
             out = model(*inputs)
         return out, tracked.peak
     except Exception:
-        return model(*inputs), 0
+        return model(*inputs), None
 
 
 def _peak_bytes_mode():
-    """A dispatch mode counting the bytes of the storages the ops under it make (a view or an
-    in-place result shares its argument's), less those already gone: `peak` is the most alive at once."""
+    """A dispatch mode counting the bytes of the storages the ops under it make, while any tensor
+    using them is alive (a view, a detached or in-place result shares its argument's storage; the
+    inputs' and weights' are counted apart): `peak` is the most alive at once."""
     import weakref
 
     import torch
@@ -117,18 +119,30 @@ def _peak_bytes_mode():
         def __init__(self) -> None:
             super().__init__()
             self.live = self.peak = 0
+            self.made: dict[int, list[int]] = {}  # storage -> [bytes, tensors alive that use it]
 
-        def _gone(self, n: int) -> None:
-            self.live -= n
+        def _gone(self, storage: int) -> None:
+            entry = self.made[storage]
+            entry[1] -= 1
+            if entry[1] == 0:
+                self.live -= entry[0]
+                del self.made[storage]
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            given = {_storage(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
+            given = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+            given_storages, given_ids = {_storage(a) for a in given}, {id(a) for a in given}
             for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor) and _storage(t) not in given:
-                    n = t.untyped_storage().nbytes()
-                    self.live += n
-                    weakref.finalize(t, self._gone, n)
+                if not isinstance(t, torch.Tensor) or id(t) in given_ids:
+                    continue  # an in-place result: the tensor it was given
+                storage = _storage(t)
+                if storage not in self.made:
+                    if storage in given_storages:
+                        continue  # a view of an input or a weight
+                    self.made[storage] = [t.untyped_storage().nbytes(), 0]
+                    self.live += self.made[storage][0]
+                self.made[storage][1] += 1
+                weakref.finalize(t, self._gone, storage)
             self.peak = max(self.peak, self.live)
             return out
 

@@ -52,7 +52,7 @@ def memory_needs(references: Sequence[Path]) -> dict[str, int | None]:
     if not paths:
         return {}
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # a reference that asks for the GPU at import is "not known"
-    with tempfile.TemporaryDirectory(prefix="stitch-memory-order-") as work:
+    with tempfile.TemporaryDirectory(prefix="stitch-memory-order-", ignore_cleanup_errors=True) as work:
         try:
             done = subprocess.run([sys.executable, "-m", "stitch_mcp.memory_order"], input=json.dumps(paths),
                                   capture_output=True, text=True, cwd=work, env=env,
@@ -92,15 +92,15 @@ def _estimate(path: str, index: int, work: Path) -> int | None:
         return None
 
 
-def main() -> int:
+def main() -> None:
     paths = json.loads(sys.stdin.read())
-    real_stdout = sys.stdout
-    sys.stdout = sys.stderr  # what the references print is not our answer
+    answer = os.dup(1)
+    os.dup2(2, 1)  # what the references write to standard output, however they do, is not our answer
+    sys.stdout = sys.stderr
     needs = {p: _estimate(p, i, Path.cwd()) for i, p in enumerate(paths)}
-    real_stdout.write(MemoryNeeds(needs=needs).model_dump_json())
-    real_stdout.flush()
-    return 0
+    os.write(answer, MemoryNeeds(needs=needs).model_dump_json().encode())
+    os._exit(0)  # not waiting for threads a reference started
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

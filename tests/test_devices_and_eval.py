@@ -154,10 +154,15 @@ def test_eval_starts_the_checks_heaviest_on_gpu_memory_beside_the_lightest(tmp_p
                                            f"    return [torch.randn({n}, {n})]")
     _reference(problems / "6_gpu_at_import.py", "torch.zeros(1).cuda()\n\ndef get_inputs():\n"
                                                 "    return [torch.randn(8, 8)]")
+    _reference(problems / "7_stays.py", "import os, threading, time\nos.write(1, b'not json')\n"
+                                        "threading.Thread(target=time.sleep, args=(600,)).start()\n\n"
+                                        "def get_inputs():\n    return [torch.randn(2, 2)]")
     monkeypatch.chdir(tmp_path)  # paths as a user gives them: relative to where eval runs
+    t0 = time.monotonic()
     needs = memory_needs(sorted(p.relative_to(tmp_path) for p in problems.glob("*.py")))
+    assert time.monotonic() - t0 < 60  # a reference's thread does not keep the estimate waiting
     by_name = {p.split("/")[-1][:-3]: n for p, n in needs.items()}
-    assert by_name["6_gpu_at_import"] is None
+    assert by_name["6_gpu_at_import"] is None and by_name["7_stays"] < by_name["3_tiny"]
     assert by_name["2_huge"] > by_name["5_large"] > by_name["4_mid"] > by_name["1_small"] > by_name["3_tiny"]
     assert by_name["2_huge"] - by_name["5_large"] == 3 * (8192 ** 2 - 4096 ** 2) * 4 + \
         5 * (8192 ** 2 - 4096 ** 2) * 4  # the judge's copies of inputs and outputs (gpu_memory.COPIES)
@@ -169,11 +174,15 @@ def test_eval_starts_the_checks_heaviest_on_gpu_memory_beside_the_lightest(tmp_p
     for p in problems.glob("*.py"):
         (cands / p.name).write_text("y\n")
     pairs, _ = match(problems, cands)
+    given = pairs[::-1]
     monkeypatch.setattr(stitch_mcp.cuda_tools, "nvidia_devices", lambda: [])
-    assert [p.problem for p in _start_order(pairs)] == sorted(p.problem for p in pairs)  # no GPU: name order
+    assert _start_order(given) == given  # no GPU: as given
     monkeypatch.setattr(stitch_mcp.cuda_tools, "nvidia_devices", lambda: ["GPU-0"])
-    assert [p.problem for p in _start_order(pairs)] == [
-        "6_gpu_at_import", "3_tiny", "2_huge", "1_small", "5_large", "4_mid"]
+    assert [p.problem for p in _start_order(given)] == [
+        "6_gpu_at_import", "7_stays", "2_huge", "3_tiny", "5_large", "1_small", "4_mid"]
+    for p in problems.glob("*.py"):
+        p.write_text("raise SystemExit(3)\n")
+    assert _start_order(given) == given  # nothing known: as given
 
 
 def test_heaviest_beside_lightest_keeps_equal_needs_in_order():

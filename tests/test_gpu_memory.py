@@ -74,6 +74,12 @@ def test_the_estimate_counts_the_forwards_intermediates_at_their_peak():
         + OVERHEAD_BYTES
     in_place = RELU.replace("return torch.relu(x)", "return torch.relu(x.view(-1)).add_(1).view(4096, -1)")
     assert estimate_need(torch, program(in_place), []) == estimate_need(torch, program(RELU), [])  # views: nothing new
+    chain = RELU.replace("return torch.relu(x)", "for _ in range(4):\n            x = (x * 2).detach()\n        return x")
+    assert estimate_need(torch, program(chain), []) == estimate_need(torch, program(RELU), []) \
+        + COPIES["intermediates"] * 6 * GiB  # two steps alive at once, never four
+    kept = RELU.replace("return torch.relu(x)", "y = (x * 2).detach()\n        z = y + 1\n        return z + 1")
+    assert estimate_need(torch, program(kept), []) == estimate_need(torch, program(RELU), []) \
+        + 2 * COPIES["intermediates"] * 6 * GiB  # y and z beside the output: y's storage outlives its first tensor
 
 
 def test_a_reference_the_meta_device_cannot_run_is_estimated_as_well_as_can_be():
@@ -81,7 +87,7 @@ def test_a_reference_the_meta_device_cannot_run_is_estimated_as_well_as_can_be()
     assert estimate_need(torch, program(data_dependent), []) is None  # nothing known: the whole card
     opaque_model = RELU.replace("return torch.relu(x)", "return torch.tensor(x.tolist())")
     assert estimate_need(torch, program(opaque_model), []) == \
-        (COPIES["inputs"] + COPIES["outputs"]) * 6 * GiB + OVERHEAD_BYTES  # outputs taken as the inputs' size
+        (COPIES["inputs"] + COPIES["outputs"] + COPIES["intermediates"]) * 6 * GiB + OVERHEAD_BYTES  # as big as the inputs
 
 
 def card(total: int = 80 * GiB) -> Gpu:
