@@ -825,15 +825,13 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
             spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
             spec["activity_file"] = str(workdir / "activity")
             _task_activity.watch(task_id, workdir / "activity")
-            # inductor's pool of compile processes would take the cores builds are using;
-            # the number of compile threads changes how long compiling takes, not its kernels
-            env_all = {**pin_env(gpu), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+            env = pin_env(gpu)  # with one compile thread (worker.worker_env): it changes how long compiling takes, not its kernels
             res = run_worker("baseline", spec, workdir=workdir / "1", timeout_s=settings.run_timeout_s, spare=False,
-                             env=env_all, until_result=True)
+                             env=env, until_result=True)
             if not res.ok and out_of_memory(f"{res.kind} {res.message}"):  # its share was too small: the whole card
                 spec["whole_card"] = True
                 res = run_worker("baseline", spec, workdir=workdir / "2", timeout_s=settings.run_timeout_s,
-                                 spare=False, env=env_all, until_result=True)
+                                 spare=False, env=env, until_result=True)
             if res.ok:
                 _store_baselines(get_workspace(), task_id, res.result, settings.timing_iters)
             else:  # the task's next run stages time them themselves

@@ -52,6 +52,7 @@ def test_a_spare_starts_its_stage_like_a_fresh_worker(tmp_path, one_spare, monke
     assert got["cwd"] == str(tmp_path / "second") and got["path0"] == got["cwd"]
     assert got["probe"] == "set after the spare started"  # the environment of now, not of its start
     assert got["stdin"] == ""  # nothing of the parent's to read
+    assert got["inductor_threads"] == 1  # read while it waited: no pool of compile processes per worker
 
 
 def test_timed_processes_keep_freed_memory_for_reuse(tmp_path):
