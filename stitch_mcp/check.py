@@ -825,7 +825,7 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
             spec["lease_gpu"] = dataclasses.asdict(gpu) if gpu else None
             spec["activity_file"] = str(workdir / "activity")
             _task_activity.watch(task_id, workdir / "activity")
-            env = pin_env(gpu)  # with one compile thread (worker.worker_env): it changes how long compiling takes, not its kernels
+            env = pin_env(gpu)  # one compile thread (worker.worker_env): how long compiling takes, not its kernels
             res = run_worker("baseline", spec, workdir=workdir / "1", timeout_s=settings.run_timeout_s, spare=False,
                              env=env, until_result=True)
             if not res.ok and out_of_memory(f"{res.kind} {res.message}"):  # its share was too small: the whole card

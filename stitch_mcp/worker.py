@@ -161,7 +161,9 @@ class _Started:
                 stream.close()
 
 
-def _start() -> _Started:
+def _start(rooms: bool = True) -> _Started:
+    """A new worker, importing what every stage needs; `rooms`: it also starts the two rooms a run
+    stage judges with (a worker started for another stage would only end them again)."""
     r_fd, w_fd = os.pipe()
     # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
     # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
@@ -169,7 +171,7 @@ def _start() -> _Started:
     life_r, life_w = os.pipe()
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
-              "STITCH_SPARE_ROOMS": _room_parent()}
+              "STITCH_SPARE_ROOMS": _room_parent() if rooms else ""}
     proc = subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(w_fd, life_r),
@@ -265,8 +267,8 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     `register_kill(fn)` (e.g. Progress.on_cancel) is given a function that kills the worker; it
     returns an unregister function. Events the worker sends are passed to `on_event` as they come.
     The stage's result is validated as its model (stitch_mcp.stage_results) on receipt.
-    `spare`: take a spare worker if one is ready (False: start one, leaving the spares to stages
-    that wait on them). `until_result`: return once the result has come; the worker's exit (its
+    `spare`: take a spare worker if one is ready (False: start one, with no rooms, leaving the
+    spares to the run stages that wait on them). `until_result`: return once the result has come; the worker's exit (its
     CUDA context's teardown; the run stage's rooms ending, with its device lease and GPU memory
     share held until they have) and the clean-up after it go on in the background (`settle` waits
     for them; the result's `exited` is set once done). Nothing that follows the result changes it.
@@ -275,7 +277,7 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     t0 = time.monotonic()  # CLOCK_MONOTONIC is the host's: the worker reads its start against it
     (workdir / "spec.json").write_text(json.dumps({"stage": stage, **spec, "ordered_at": t0}), encoding="utf-8")
     res = WorkerResult(stage="start")
-    started, res.spare = _take_worker() if spare else (_start(), False)
+    started, res.spare = _take_worker() if spare else (_start(rooms=False), False)
     proc = started.proc
     _give_order(started, workdir, env)
     kill = _Killer(proc)
@@ -791,7 +793,8 @@ def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
 
         return {"cwd": os.getcwd(), "path0": sys.path[0], "stdin": sys.stdin.read(),
                 "probe": os.environ.get("STITCH_PROBE"), "torch_imported": "torch" in sys.modules,
-                "inductor_threads": inductor.compile_threads}
+                "inductor_threads": inductor.compile_threads,
+                "rooms_started": len(getattr(sys.modules.get("stitch_mcp.judge_room"), "_spares", []))}
     return {}
 
 

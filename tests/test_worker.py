@@ -53,6 +53,9 @@ def test_a_spare_starts_its_stage_like_a_fresh_worker(tmp_path, one_spare, monke
     assert got["probe"] == "set after the spare started"  # the environment of now, not of its start
     assert got["stdin"] == ""  # nothing of the parent's to read
     assert got["inductor_threads"] == 1  # read while it waited: no pool of compile processes per worker
+    assert got["rooms_started"] == 2  # a spare starts the two rooms a run stage judges with
+    own = selftest(tmp_path, "whoami", "third", spare=False)
+    assert own.ok and not own.spare and own.result["rooms_started"] == 0  # started for another stage: none
 
 
 def test_timed_processes_keep_freed_memory_for_reuse(tmp_path):
