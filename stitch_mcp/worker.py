@@ -122,8 +122,8 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # ignores a CUDA_VISIBLE_DEVICES set later (a spare worker learns its GPU after importing torch)
     env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     # inductor's pool of compile processes, one per core, in every worker that compiles torch.compile's
-    # baseline took 11% of an H100 host's CPU from the builds (16 each, 138 at once). Set at the start:
-    # a spare's warm-up imports inductor's config, which reads it then, before the spare's order.
+    # baseline took 11% of an H100 host's CPU from the builds (16 each, 138 at once): one thread, unless
+    # set otherwise. Rooms inherit it (ROOM_ENV): a candidate's own torch.compile compiles in-process.
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     env.update(malloc_env())  # the judge's fresh inputs, as its rooms' tensors
     env.update(extra or {})
@@ -669,6 +669,9 @@ def _wait_for_order() -> Path | None:
     pinned_before = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ.clear()
     os.environ.update(order["env"])
+    inductor = sys.modules.get("torch._inductor.config")  # imported by the warm-up: read its setting again
+    if inductor is not None and os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "").isdigit():
+        inductor.compile_threads = int(os.environ["TORCHINDUCTOR_COMPILE_THREADS"])
     os.chdir(order["cwd"])
     if _cuda_driver_started() and os.environ.get("CUDA_VISIBLE_DEVICES") != pinned_before:
         # The driver read CUDA_VISIBLE_DEVICES when it started, before this order: it would run on

@@ -52,9 +52,12 @@ def test_a_spare_starts_its_stage_like_a_fresh_worker(tmp_path, one_spare, monke
     assert got["cwd"] == str(tmp_path / "second") and got["path0"] == got["cwd"]
     assert got["probe"] == "set after the spare started"  # the environment of now, not of its start
     assert got["stdin"] == ""  # nothing of the parent's to read
-    assert got["inductor_threads"] == 1  # read while it waited: no pool of compile processes per worker
+    assert got["inductor_threads"] == 1  # no pool of compile processes per worker
     assert got["rooms_started"] == 2  # a spare starts the two rooms a run stage judges with
-    own = selftest(tmp_path, "whoami", "third", spare=False)
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "3")
+    r = selftest(tmp_path, "whoami", "third")
+    assert r.ok and r.spare and r.result["inductor_threads"] == 3  # its order's, though its warm-up read it before
+    own = selftest(tmp_path, "whoami", "fourth", spare=False)
     assert own.ok and not own.spare and own.result["rooms_started"] == 0  # started for another stage: none
 
 
