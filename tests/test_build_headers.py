@@ -89,6 +89,19 @@ def test_sources_needing_more_start_higher(tmp_path):
     assert [r[0] for r in kernel_header_rungs(tmp_path, [grad])] == ["torch/types.h", "torch/extension.h"]
 
 
+def test_using_namespace_torch_starts_where_torchs_own_overloads_are(tmp_path):
+    """With `using namespace torch;` an unqualified `empty_like(x)` is ambiguous (torch's factory and
+    ATen's) with torch's headers, and compiled on the per-operator rung, which lacks torch's: the
+    full wrapper-corpus comparison found it (tests/programs/wrappers/unary_ops_unqualified.cu)."""
+    for using in ("using namespace torch;", "using namespace ::torch ;"):
+        assert [r[0] for r in kernel_header_rungs(tmp_path, [using + "\n" + KERNEL])] == \
+            ["torch/types.h", "torch/extension.h"]
+        assert [r[0] for r in binding_header_rungs(tmp_path, [using])] == ["torch/extension.h"]
+    for other in ("using namespace torch::indexing;", "using namespace at;", "using torch::Tensor;"):
+        assert kernel_header_rungs(tmp_path, [other + "\n" + KERNEL])[0][0] == "ATen per-operator"
+        assert binding_header_rungs(tmp_path, [other])[0][0] == "ATen per-operator"
+
+
 @pytest.mark.parametrize("output, climbs", [
     ('cuda.cu(9): error: identifier "zero_value" is undefined', False),  # the candidate's own name
     ('cuda.cu(5): error: namespace "torch" has no member "get_num_threads"', True),

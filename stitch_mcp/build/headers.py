@@ -31,6 +31,11 @@ _PYTHON_NEEDS = re.compile(r"pybind11|PYBIND11|\bpy::")
 # torch/types.h's factory functions honour requires_grad(true) (autograd's variable factories); ATen's
 # refuse it: a source asking for it skips the per-operator rung.
 _AUTOGRAD_NEEDS = re.compile(r"requires_grad|torch::autograd|\bVariable\b")
+# `using namespace torch;` brings torch's own factory overloads (variable_factories.h: empty_like,
+# zeros_like, ...), distinct from ATen's: an unqualified `empty_like(x)` finds both (ATen's through
+# the Tensor argument) and does not compile with torch's headers. The per-operator rung lacks
+# torch's, so it would compile it: such sources start at torch/types.h, which has them.
+_USING_TORCH = re.compile(r"\busing\s+namespace\s+(?:::)?torch\s*;")
 # the names a missing declaration's error quotes (nvcc's front end and gcc)
 _QUOTED = re.compile(r"[\"'\u2018]([^\"'\u2019]+)[\"'\u2019]")
 _NAMESPACED = re.compile(r"\b(?:torch|at)::(\w+)")
@@ -125,7 +130,7 @@ def kernel_header_rungs(root: Path, cuda_sources: list[str]) -> list[tuple[str, 
         return [("torch/extension.h", None)]
     rungs: list[tuple[str, Path | None]] = []
     ops_dir = _aten_ops_dir()
-    if not any(_AUTOGRAD_NEEDS.search(s) for s in cuda_sources) and ops_dir.is_dir():
+    if not any(_AUTOGRAD_NEEDS.search(s) or _USING_TORCH.search(s) for s in cuda_sources) and ops_dir.is_dir():
         rungs.append(("ATen per-operator", _header_dir(root, per_operator_headers(cuda_sources, ops_dir))))
     rungs.append(("torch/types.h", _header_dir(root, {"torch/extension.h": TYPES_EXTENSION_H})))
     rungs.append(("torch/extension.h", None))
@@ -139,7 +144,8 @@ def binding_header_rungs(root: Path, cpp_sources: list[str]) -> list[tuple[str, 
     frontend is most of its compile)."""
     full = ("torch/extension.h", None)
     ops_dir = _aten_ops_dir()
-    if any(_FRONTEND_NEEDS.search(s) or _AUTOGRAD_NEEDS.search(s) for s in cpp_sources) or not ops_dir.is_dir():
+    if any(_FRONTEND_NEEDS.search(s) or _AUTOGRAD_NEEDS.search(s) or _USING_TORCH.search(s) for s in cpp_sources) \
+            or not ops_dir.is_dir():
         return [full]
     return [("ATen per-operator", _header_dir(root, per_operator_headers(cpp_sources, ops_dir, BINDING_INCLUDES))),
             full]
