@@ -268,10 +268,11 @@ def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: fl
     returns an unregister function. Events the worker sends are passed to `on_event` as they come.
     The stage's result is validated as its model (stitch_mcp.stage_results) on receipt.
     `spare`: take a spare worker if one is ready (False: start one, with no rooms, leaving the
-    spares to the run stages that wait on them). `until_result`: return once the result has come; the worker's exit (its
-    CUDA context's teardown; the run stage's rooms ending, with its device lease and GPU memory
-    share held until they have) and the clean-up after it go on in the background (`settle` waits
-    for them; the result's `exited` is set once done). Nothing that follows the result changes it.
+    spares to the run stages that wait on them). `until_result`: return once the result has come;
+    the worker's exit (its CUDA context's teardown; the run stage's rooms ending, with its device
+    lease and GPU memory share held until they have) and the clean-up after it go on in the
+    background (`settle` waits for them; the result's `exited` is set once done). Nothing that
+    follows the result changes it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()  # CLOCK_MONOTONIC is the host's: the worker reads its start against it

@@ -35,11 +35,13 @@ def kind_of(pid: str, comm: str) -> str:
     except OSError:
         cwd = ""
     if "stitch_mcp.room" in cmd:
-        return "rooms: build" if "/build" in cwd and "/run" not in cwd else "rooms: run (candidate, reference)"
+        return "rooms (build and run: imports, first-use compiles, calls)"
     if "stitch_mcp.worker" in cmd:
         if "baseline-" in cwd:
             return "baseline workers (eager + torch.compile)"
-        return "judges (run stage workers)" if comm == "stitch-worker" or "/run" in cwd else "spare workers (waiting)"
+        if comm == "stitch-worker" or "/run" in cwd:
+            return "judges (run stage workers)"
+        return "workers before their order (importing torch, or spare)"
     if "compile_worker" in cmd or "_inductor" in cmd:
         return "inductor compile workers"
     if "triton" in cmd:
