@@ -12,7 +12,7 @@ GPU run can be split over several commands that each fit a time limit):
   check      compile_and_check cold / changed candidate / already built, per task, split by stage
              (tools/bench_check.py, in a fresh cache and workspace)
   repeat     the same candidate 5 times (fresh workspace each, so eager is re-timed too): spread and
-             coefficient of variation of the speedup; on GPU also the reported time against Nsight
+             coefficient of variation of the speedup (--busy N: beside N busy loops, a loaded host); on GPU also the reported time against Nsight
              Compute's gpu__time_duration (profile_kernel)
   search     search_cuda_docs build, cold first query, warm p50/p95, hit@5 (tools/bench_search.py)
   batch      candidates per device-hour on a batch (`stitch-mcp eval`): cold (empty build cache) and
@@ -253,17 +253,22 @@ def part_repeat(ctx, calls: int = 5) -> dict:
 
     ref, cand = str(ctx["problems"]["repeat_ref"]), str(ctx["problems"]["repeat_cand"])
     rows = []
-    for i in range(calls):
-        configure(data_dir=str(ctx["work"] / f"repeat-data-{i}"))  # fresh workspace: eager re-timed too
-        r = compile_and_check(reference=ref, candidate=cand, timing=True, compare_compile=False)
-        rows.append({"verdict": r.verdict, "speedup_vs_eager": r.speedup_vs_eager,
-                     "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
-                     "candidate_cv": r.timing.candidate.cv if r.timing.candidate else None,
-                     "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
-                     "method": r.timing.method, "device": r.device, "stage_seconds": r.stage_seconds})
-        log(f"repeat {i + 1}/{calls}: {r.verdict} speedup {r.speedup_vs_eager}")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ctx["busy"])]
+    try:  # a loaded host: the checks run beside `--busy` processes that never stop computing
+        for i in range(calls):
+            configure(data_dir=str(ctx["work"] / f"repeat-data-{i}"))  # fresh workspace: eager re-timed too
+            r = compile_and_check(reference=ref, candidate=cand, timing=True, compare_compile=False)
+            rows.append({"verdict": r.verdict, "speedup_vs_eager": r.speedup_vs_eager,
+                         "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
+                         "candidate_cv": r.timing.candidate.cv if r.timing.candidate else None,
+                         "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
+                         "method": r.timing.method, "device": r.device, "stage_seconds": r.stage_seconds})
+            log(f"repeat {i + 1}/{calls}: {r.verdict} speedup {r.speedup_vs_eager}")
+    finally:
+        for proc in busy:
+            proc.kill()
     configure(data_dir=str(ctx["work"] / "repeat-data-0"))
-    out = {"candidate": Path(cand).name, "reference": Path(ref).name, "calls": rows,
+    out = {"candidate": Path(cand).name, "reference": Path(ref).name, "calls": rows, "busy_loops": ctx["busy"],
            "speedup": stats([r["speedup_vs_eager"] for r in rows]),
            "candidate_ms": stats([r["candidate_ms"] for r in rows]),
            "eager_ms": stats([r["eager_ms"] for r in rows])}
@@ -411,7 +416,8 @@ def render(parts: dict, gpu: bool) -> str:
         sp, cm, em = r["speedup"], r["candidate_ms"], r["eager_ms"]
         L += ["## Timing repeatability", "",
               f"{r['candidate']} against {r['reference']}, {len(r['calls'])} calls, each in a fresh workspace "
-              f"(eager re-timed every call); method: {r['calls'][0]['method']}.", "",
+              f"(eager re-timed every call)" + (f", beside {r['busy_loops']} busy loops" if r.get("busy_loops") else "")
+              + f"; method: {r['calls'][0]['method']}.", "",
               "| quantity | median | min | max | max/min | CV |", "|---|---:|---:|---:|---:|---:|"]
         for name, s in (("speedup vs eager", sp), ("candidate ms", cm), ("eager ms", em)):
             if s:
@@ -485,6 +491,7 @@ def main() -> int:
     ap.add_argument("--batch-repeat", type=int, default=1,
                     help="check each batch candidate N times in the passes after cold (a longer steady run)")
     ap.add_argument("--name", default=None, help="report file name without extension (default cpu|gpu-DATE)")
+    ap.add_argument("--busy", type=int, default=0, help="the repeat part runs beside this many busy loops (a loaded host)")
     args = ap.parse_args()
     if args.prepare:
         prepare_gpu()
@@ -500,6 +507,7 @@ def main() -> int:
     os.environ["STITCH_ALLOWED_ROOTS"] = os.pathsep.join([str(ROOT), str(work), tempfile.gettempdir()])
     parts = {p.stem: json.loads(p.read_text()) for p in (work / "parts").glob("*.json")}
     ctx = {"gpu": args.gpu, "work": work, "parts": parts, "resume": args.resume, "batch_repeat": args.batch_repeat,
+           "busy": args.busy,
            "problems": gpu_problems() if args.gpu else cpu_problems(work)}
     passes = (args.batch_passes or ("cold,one,all" if args.gpu else "cold,warm")).split(",")
     runners = {"machine": part_machine, "handshake": part_handshake, "check": part_check, "repeat": part_repeat,
