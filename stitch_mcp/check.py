@@ -806,10 +806,9 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
     failed build, a cancelled call): the task's next candidate uses what it measures. The worker
     is a fresh one, not a spare: spares are for the run stages waiting on them."""
     from stitch_mcp.devices import choose_device, pin_env
+    from stitch_mcp.gpu_memory import out_of_memory
     from stitch_mcp.store import get_workspace
     from stitch_mcp.worker import run_worker
-
-    from stitch_mcp.gpu_memory import out_of_memory
 
     settings = get_settings()
     # one set of inputs (gpu_memory.BASELINE_COPIES): the reference and torch.compile's code are ours,

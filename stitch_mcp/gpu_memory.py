@@ -42,17 +42,14 @@ BATCH_BYTES = 512 << 20  # what timing's batches of back-to-back calls add, in s
 def estimate_need(torch, ref_mod: Any, init_args: list[Any], extra_bytes: int = 0) -> int | None:
     """Bytes a check holds on the GPU at most; None when the reference does not run on the meta
     device (then nothing is known and the check takes the whole card)."""
-    sizes = _meta_sizes(torch, ref_mod, init_args)
-    if sizes is None:
-        return None
-    return sum(COPIES[kind] * n for kind, n in sizes.items()) + OVERHEAD_BYTES + extra_bytes
+    return _need(torch, ref_mod, init_args, COPIES, OVERHEAD_BYTES + extra_bytes)
 
 
 # What the baseline worker (correctness.baseline_stage) holds at most: the timing inputs (one set and
 # the buffer it is copied into before each call), an output and the next one (eager's and
 # torch.compile's take turns in one caching allocator), the weights (the compiled model shares them),
-# one CUDA context. A reference whose intermediates do not fit runs out of memory and is timed again
-# with the card to itself (check.py). At this size the baseline of a KernelBench level-1 task (6 GiB
+# one CUDA context, the forward's intermediates once. A reference that holds more than this runs out
+# of memory and is timed again with the card to itself (check.py). At this size the baseline of a KernelBench level-1 task (6 GiB
 # of inputs) fits beside another such task's check on an 80 GB card, instead of waiting for it.
 BASELINE_COPIES = {"inputs": 2, "outputs": 2, "weights": 1, "intermediates": 1}
 BASELINE_OVERHEAD_BYTES = 3 << 29
@@ -60,10 +57,12 @@ BASELINE_OVERHEAD_BYTES = 3 << 29
 
 def baseline_need(torch, ref_mod: Any, init_args: list[Any]) -> int | None:
     """Bytes the baseline worker holds on the GPU at most; None as for estimate_need."""
+    return _need(torch, ref_mod, init_args, BASELINE_COPIES, BASELINE_OVERHEAD_BYTES)
+
+
+def _need(torch, ref_mod: Any, init_args: list[Any], copies: dict[str, int], overhead: int) -> int | None:
     sizes = _meta_sizes(torch, ref_mod, init_args)
-    if sizes is None:
-        return None
-    return sum(BASELINE_COPIES[kind] * n for kind, n in sizes.items()) + BASELINE_OVERHEAD_BYTES
+    return None if sizes is None else sum(copies[kind] * n for kind, n in sizes.items()) + overhead
 
 
 def _meta_sizes(torch, ref_mod: Any, init_args: list[Any]) -> dict[str, int] | None:
