@@ -12,6 +12,7 @@ from timeout_report import (  # noqa: F401  (the timeout report's hooks: --timeo
     pytest_configure,
     pytest_runtest_logreport,
     pytest_runtest_protocol,
+    pytest_sessionfinish,
     pytest_sessionstart,
     pytest_terminal_summary,
 )
@@ -20,7 +21,11 @@ from timeout_report import (  # noqa: F401  (the timeout report's hooks: --timeo
 # servers, workers) inherit these. STITCH_TEST_CACHE lets a developer keep builds between runs.
 _RUN_DIR = Path(tempfile.mkdtemp(prefix="stitch-tests-"))
 os.environ["STITCH_DATA_DIR"] = str(_RUN_DIR / "data")
-os.environ["STITCH_CACHE_DIR"] = os.environ.get("STITCH_TEST_CACHE") or str(_RUN_DIR / "cache")
+# pytest-xdist's workers (CI runs two) share one build cache, so each test extension is built once
+# per run; each keeps a workspace of its own.
+_XDIST_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+_SHARED_CACHE = Path(tempfile.gettempdir()) / f"stitch-tests-cache-{_XDIST_RUN}" if _XDIST_RUN else None
+os.environ["STITCH_CACHE_DIR"] = os.environ.get("STITCH_TEST_CACHE") or str(_SHARED_CACHE or _RUN_DIR / "cache")
 # Servers started by tests skip the background docs-index build (one test builds it on purpose).
 os.environ.setdefault("STITCH_DOCS_INDEX_WARMUP", "0")
 os.environ.setdefault("STITCH_ALLOWED_ROOTS", os.pathsep.join([str(Path(__file__).resolve().parent.parent),

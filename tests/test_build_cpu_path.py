@@ -49,6 +49,7 @@ def test_cuda_wrapper_dividing_its_output_tensor_is_no_compile_error():
     assert not [d for d in r.build.diagnostics if d.severity == "error"]
 
 
+@pytest.mark.timeout(120)  # an nvcc build: 13 s alone, 27 s beside another test on 2 cores
 @needs_nvcc
 def test_cuda_context_candidate_reaches_its_own_code_and_needs_gpu():
     t0 = time.monotonic()

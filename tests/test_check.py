@@ -125,6 +125,7 @@ def _eager_room(task_id: str) -> float:
         "eager_room"]["median_ms"]
 
 
+@pytest.mark.timeout(120)  # four to ten timed checks: 19 s alone, 31 s beside another test on 2 cores
 def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidate():
     """A task's first check times the reference's room alone as well (the candidate's room ended) and
     caches that time; a later check whose eager beside the candidate is within 2% of it skips that
@@ -371,6 +372,7 @@ def test_cpp_candidate_binds_against_per_operator_headers():
     assert r.verdict == "pass" and r.build.extensions[0].binding_header == "ATen per-operator", r.summary
 
 
+@pytest.mark.timeout(120)  # an nvcc build: 11 s alone, 23 s beside another test on 2 cores
 def test_cuda_kernel_file_compiles_against_per_operator_headers():
     """`#include <torch/extension.h>` in a kernel file compiles as the Tensor class plus the ATen
     operators it calls (a third of the nvcc time); the candidate still builds and is reported as

@@ -177,6 +177,7 @@ async def assert_survived(srv, report: dict, tag: str) -> None:
     assert not wait_no_leftovers(srv.marker, {srv.pid})
 
 
+@pytest.mark.timeout(120)  # a C++ build: 15 s alone, 22 s beside another test on 2 cores
 async def test_segfault_in_cpp_extension(server):
     r = await check(server.url, cpp_candidate("segv(x)"))
     assert r["verdict"] == "error" and r["error_kind"] == "segfault", r["summary"]
@@ -196,6 +197,7 @@ async def test_endless_cpp_loop_hits_the_run_timeout(server):
     await assert_survived(server, r, "endless loop")
 
 
+@pytest.mark.timeout(120)  # 18 s alone, 22 s beside another test on 2 cores
 async def test_host_memory_exhaustion(server):
     r = await check(server.url, cpp_candidate("hog(x)"))
     assert r["verdict"] == "error" and r["error_kind"] == "host_oom", r["summary"]
@@ -254,6 +256,7 @@ def _db_ok(data: Path) -> None:
         db.close()
 
 
+@pytest.mark.timeout(120)  # two servers: 17 s alone, 23 s beside another test on 2 cores
 async def test_server_killed_mid_check_then_restarted(tmp_path):
     marker = new_marker()
     data = tmp_path / "data"

@@ -39,6 +39,7 @@ def one_spare():
     configure()
 
 
+@pytest.mark.timeout(120)  # 13 s alone, 22 s beside another test on 2 cores
 def test_a_spare_starts_its_stage_like_a_fresh_worker(tmp_path, one_spare, monkeypatch):
     first = selftest(tmp_path, "ok", "first")
     assert first.ok and first.result == {"value": 42} and "hello from the worker" in first.output
@@ -80,6 +81,7 @@ def test_timed_processes_keep_freed_memory_for_reuse(tmp_path):
         room.close()
 
 
+@pytest.mark.timeout(120)  # six workers: 18 s alone, 29 s beside another test on 2 cores
 def test_crashes_in_a_spare_are_classified(tmp_path, one_spare):
     selftest(tmp_path, "ok", "warm")  # leaves a spare for the next
     for action, kind in (("segfault", "segfault"), ("exit", "os_exit"), ("raise", "illegal_memory_access")):
@@ -144,6 +146,7 @@ def _signal_at_stage(signum: int):
     return on_event
 
 
+@pytest.mark.timeout(180)  # nine workers, one a 6 s hang: 34 s alone, 46 s beside another test on 2 cores
 def test_each_ending_has_its_message(tmp_path, one_spare, monkeypatch):
     """How a worker ended, word for word: timeout, flood, cancelled, an error result, a signal, an exit."""
     import signal

@@ -16,6 +16,7 @@ The waits recorded are those a test makes itself, found by the caller's file bei
 `Thread.join(timeout)`, `Process.join(timeout)` and `anyio.fail_after(...)`; a deadline loop
 records itself through `record_wait` (faultkit's helpers do), a no-op while no report is asked for.
 A wait that used its whole limit counts as expired: a test expecting that, or a failure.
+Under pytest-xdist each worker writes its part beside PATH and the controller merges them.
 """
 
 from __future__ import annotations
@@ -326,13 +327,42 @@ def _markdown(s: dict, top: int = 15) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _part_path(path: Path, worker: str) -> Path:
+    return path.with_name(f"{path.name}.{worker}.part")
+
+
+def pytest_sessionfinish(session):
+    """In a pytest-xdist worker: its tests' seconds and its waits, for the controller to merge (the
+    controller itself only sees each test's phases and outcome)."""
+    state = getattr(session.config, "_timeout_report", None)
+    worker = getattr(session.config, "workerinput", {}).get("workerid")
+    if state is None or worker is None:
+        return
+    for undo in state["undo"]:
+        undo()
+    state["undo"] = []
+    path = _report_path(session.config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _part_path(path, worker).write_text(json.dumps({"tests": state["tests"], "waits": _State.waits}))
+
+
+def _merge_parts(state: dict, path: Path) -> None:
+    for part in sorted(path.parent.glob(f"{path.name}.gw*.part")):
+        data = json.loads(part.read_text())
+        for nodeid, row in data["tests"].items():
+            state["tests"].setdefault(nodeid, {}).update({k: v for k, v in row.items() if k != "phases"})
+        _State.waits.extend(data["waits"])
+        part.unlink()
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = getattr(config, "_timeout_report", None)
-    if state is None:
+    if state is None or hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller reports
         return
     for undo in state["undo"]:
         undo()
     path = _report_path(config)
+    _merge_parts(state, path)
     s = _summarise(state, config.getoption("--timeout-report-fraction"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(s, indent=1))
