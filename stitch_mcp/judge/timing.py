@@ -186,6 +186,26 @@ class Batches:
     copy_ms: float
     idle_cpu_ms: float = 0.0  # CPU the candidate's room used while not asked anything (IDLE_CPU_SHARE)
     idle_wall_ms: float = 0.0
+    clock: str = "wall"  # or "room CPU" (BatchTimes)
+
+
+@dataclass
+class BatchTimes:
+    """Each batch's time by (lane, calls): on the judge's wall clock, and on a CPU also on the CPU
+    clocks of the room that ran it (stitch_mcp.process_cpu), read before the room is told its calls
+    and after its answer to Run: other work on the host adds wall time, not a room's CPU time. The
+    rooms' clocks are used only where their processes stayed the ones they were (TreeCpu.whole)."""
+
+    clocks: dict[str, Any]
+    walls: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    cpus: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+
+    def add(self, lane: str, n: int, wall_ms: float, cpu_ms: float) -> None:
+        self.walls.setdefault((lane, n), []).append(wall_ms)
+        self.cpus.setdefault((lane, n), []).append(cpu_ms)
+
+    def on_cpu_clocks(self) -> bool:
+        return bool(self.clocks) and all(clock.whole() for clock in self.clocks.values())
 
 
 def door_allowance(t: Timed, device: str) -> float:
@@ -209,24 +229,24 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     for room in rooms.values():
         attach(p, room)
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
-    walls: dict[tuple[str, int], list[float]] = {}
+    times = BatchTimes(clocks={} if p.device == "cuda" else {w: rooms[w].cpu_clock() for w in ("candidate", "reference")})
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
-    _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
-    batches = _per_call(walls, k, idle)
+    _batch_rounds(p, rooms, t, (ins, outs, k), flush, times, idle)
+    batches = _per_call(times, k, idle)
     implied, contradicted, _ = batch_bound(t, batches, p.device)
     if contradicted or _batches_raise(implied, b_room, p.device):
         # Before calling a room's times false (or, on a CPU, raising them), as many rounds again: other
         # work on the host only ever adds to a batch, so the lowest of all rounds stands. On a 2-core
         # host running a test suite beside it, an honest OpenMP candidate's batches were once 2x
         # slower than its calls.
-        _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
-        batches = _per_call(walls, k, idle)
+        _batch_rounds(p, rooms, t, (ins, outs, k), flush, times, idle)
+        batches = _per_call(times, k, idle)
     return batches
 
 
 def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: tuple, flush,
-                  walls: dict[tuple[str, int], list[float]], idle: list[float]) -> None:
-    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; the CPU
+                  times: BatchTimes, idle: list[float]) -> None:
+    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `times`; the CPU
     the candidate's room used while not asked anything, and how long that was, added to `idle`
     (IDLE_CPU_SHARE)."""
     ins, outs, k = buffers
@@ -235,25 +255,29 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
         for n in (k // 4, k):
             cpu_from, wall_from = used(), time.perf_counter()
             calls, _ = _batch_calls(p, ins, outs, n)
-            walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
-            walls.setdefault(("copy", n), []).append(
-                _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
+            own = times.clocks.get("reference")
+            times.add("reference", n, *_run_batch(p, rooms["reference"], Batch(calls=calls), flush, own))
+            times.add("copy", n, *_run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush, own))
             calls, seeds = _batch_calls(p, ins, outs, n)
             idle[0] += (used() - cpu_from) * 1e3
             idle[1] += (time.perf_counter() - wall_from) * 1e3
-            walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
+            times.add("candidate", n, *_run_batch(p, rooms["candidate"], Batch(calls=calls), flush,
+                                                  times.clocks.get("candidate")))
             for j in [secrets.randbelow(n) for _ in range(2)]:
                 n_out = len(outs) // k
                 _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
                 t.must_check.append(seeds[j])
 
 
-def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float]) -> Batches:
+def _per_call(times: BatchTimes, k: int, idle: list[float]) -> Batches:
     """Per-call times from the lowest batch of each size: the difference cancels the round trip."""
-    per_call = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4)
+    cpu = times.on_cpu_clocks()
+    source = times.cpus if cpu else times.walls
+    per_call = {lane: (min(source[(lane, k)]) - min(source[(lane, k // 4)])) / (k - k // 4)
                 for lane in ("candidate", "reference", "copy")}
     return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
-                   copy_ms=per_call["copy"], idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
+                   copy_ms=per_call["copy"], idle_cpu_ms=idle[0], idle_wall_ms=idle[1],
+                   clock="room CPU" if cpu else "wall")
 
 
 def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
@@ -269,17 +293,20 @@ def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[
     return calls, seeds
 
 
-def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush) -> float:
-    """The judge's time of one batch: from telling the room its calls to its answer to Run. A room
-    that did its calls as soon as it was told them would otherwise do them before the clock (the
-    telling, the same in every lane, cancels out of the per-call differences)."""
+def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush, clock) -> tuple[float, float]:
+    """The judge's time of one batch, and the room's CPU time on `clock` (NaN without one): from
+    telling the room its calls to its answer to Run. A room that did its calls as soon as it was
+    told them would otherwise do them before the clock (the telling, the same in every lane,
+    cancels out of the per-call differences)."""
     if flush is not None:
         flush.zero_()
     sync(p)
+    c0 = clock.read() if clock else math.nan
     h0 = time.perf_counter()
     room.ask(batch)
     room.ask(Run())
-    return (time.perf_counter() - h0) * 1e3
+    wall_ms = (time.perf_counter() - h0) * 1e3
+    return wall_ms, ((clock.read() - c0) * 1e3 if clock else math.nan)
 
 
 def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool, dict[str, Any]]:
@@ -288,7 +315,8 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
     if bb is None:
         return 0.0, False, {}
     info: dict[str, Any] = {"calls": bb.calls, "candidate_ms": bb.candidate_ms, "reference_ms": bb.reference_ms,
-                            "copy_ms": bb.copy_ms, "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms}
+                            "copy_ms": bb.copy_ms, "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms,
+                            "clock": bb.clock}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
     a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
@@ -399,7 +427,8 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     if batch_info:
         res["timing"]["batch"] = batch_info
         res["timing"]["method"] += (f"; calls this short also timed in batches of {batches.calls} back-to-back "
-                                    "calls on the judge's clock")
+                                    "calls on " + ("each room's CPU clock, read by the judge" if batches.clock == "room CPU"
+                                                   else "the judge's clock"))
     res["checks_run"].append("timing_bracket")
     if worked_idle:
         if estimate > b_room:

@@ -1,0 +1,89 @@
+"""The CPU time of a process tree, read from outside it: on a CPU the judge times a room's batches of
+calls by it (stitch_mcp.judge.timing), since a host's other work only ever adds wall time.
+
+Each process's own kernel clock (clock_getcpuclockid: all its threads, to the nanosecond) is
+readable from another uid and from outside the process's pid namespace, and nothing in the tree
+can change it. What it does not show is a process that starts and ends between two readings: its
+time is folded into whoever reaps it (the tree's, or the judge's as subreaper). So a reading is
+only used where the tree stayed as it was (`whole`): the same processes, no child time folded into
+any of them, nothing re-parented to the judge.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+
+_libc: ctypes.CDLL | None = None
+
+
+def clock_of(pid: int) -> int | None:
+    """Process `pid`'s CPU-time clock id, or None where this host gives none for it."""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        clock = ctypes.c_int()
+        if _libc.clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+            return None
+        time.clock_gettime(clock.value)
+        return clock.value
+    except (AttributeError, OSError):
+        return None
+
+
+def _tree(root_pid: int) -> list:
+    import psutil
+
+    try:
+        root = psutil.Process(root_pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _folded_ticks(procs: list) -> float:
+    """CPU seconds of reaped children, summed over `procs` (the kernel counts them in clock ticks)."""
+    import psutil
+
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            total += t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
+class TreeCpu:
+    """CPU seconds used by the processes of the tree under `root_pid` as it is when this is made.
+    `strays()` maps processes that left the tree but are still the reader's to account for
+    (children re-parented to a subreaper judge) to whether each has exited (a zombie)."""
+
+    def __init__(self, root_pid: int, strays: Callable[[], dict[int, bool]] = dict):
+        procs = _tree(root_pid)
+        self.root_pid, self.strays = root_pid, strays
+        self.exited = {pid for pid, zombie in strays().items() if zombie}  # did all their work before
+        self.pids = sorted(p.pid for p in procs)
+        self.clocks = [clock_of(pid) for pid in self.pids]
+        self.folded = _folded_ticks(procs)
+        self.readable = bool(self.clocks) and all(c is not None for c in self.clocks)
+
+    def read(self) -> float:
+        """Seconds so far (NaN once a process of the tree has gone: the reading says nothing)."""
+        try:
+            return sum(time.clock_gettime(c) for c in self.clocks) if self.readable else float("nan")
+        except OSError:
+            self.readable = False
+            return float("nan")
+
+    def whole(self) -> bool:
+        """Whether every reading since this was made counted all the tree's work: readable, the same
+        processes, no reaped child's time folded in, no stray but those that had exited before."""
+        if not self.readable:
+            return False
+        procs = _tree(self.root_pid)
+        return (sorted(p.pid for p in procs) == self.pids and _folded_ticks(procs) == self.folded
+                and set(self.strays()) <= self.exited)
