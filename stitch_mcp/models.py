@@ -161,8 +161,9 @@ class BatchTiming(BaseModel):
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
-    clock: str = Field("wall", description="what timed the batches: the judge's wall clock, or on a CPU the CPU "
-                       "clocks of the room that ran each (read from outside; where its processes stayed the same)")
+    clock: str = Field("wall", description="what timed the batches: the judge's wall clock, or on a CPU for the "
+                       "reference's room (its batches and the copies) that room's CPU clocks, read from outside, where "
+                       "its processes stayed the same (\"reference room CPU\")")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
                                   "room's own median per call (the speedup is the lower of the two)")
     note: str = ""
