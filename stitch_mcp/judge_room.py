@@ -306,12 +306,9 @@ class RoomClient:
     # -------------------------------------------------------------- seen from outside
 
     def _room_processes(self) -> list[Any]:
-        import psutil
+        from stitch_mcp.process_cpu import tree
 
-        try:
-            return psutil.Process(self.proc.pid).children(recursive=True) + [psutil.Process(self.proc.pid)]
-        except psutil.Error:
-            return []
+        return tree(self.proc.pid)
 
     def cpu_meter(self) -> Callable[[], float]:
         """A reading of the CPU seconds the room's processes have used so far: their threads', and
@@ -462,14 +459,13 @@ def _reap_orphans() -> None:
 SLOTS = 256  # dedicated uids (uid base + slot) that rooms on this host may take
 
 
-SLOT_LOCKS = Path(tempfile.gettempdir()) / f"stitch-sandbox-slots-{os.geteuid()}"
-
-
 def _claim_slot() -> tuple[int, int]:
     """A sandbox slot (a dedicated uid) no other room on this host holds, whichever server or
     data folder it belongs to: (slot, the fd of its held lock). A slot's uid is killed whole when
     its room ends, so two rooms must never share one."""
     import fcntl
+
+    from stitch_mcp.sandbox import SLOT_LOCKS
 
     folder = SLOT_LOCKS
     folder.mkdir(mode=0o700, exist_ok=True)

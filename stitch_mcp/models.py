@@ -164,6 +164,8 @@ class BatchTiming(BaseModel):
     clock: str = Field("wall", description="what timed the batches: the judge's wall clock, or on a CPU for the "
                        "reference's room (its batches and the copies) that room's CPU clocks, read from outside, where "
                        "its processes stayed the same (\"reference room CPU\")")
+    copy_wall_ms: float | None = Field(None, description="where copy_ms is on the reference's CPU clock: the same "
+                                       "copies on the judge's wall clock (taken from the candidate's batches)")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
                                   "room's own median per call (the speedup is the lower of the two)")
     note: str = ""
@@ -187,6 +189,9 @@ class TimingReport(BaseModel):
     floor_note: str = Field("", description="how floor_ms was computed, each ceiling labelled measured/datasheet")
     baselines_cached: bool = False
     batch: BatchTiming | None = None
+    cores_used: float | None = Field(None, description="on a CPU: CPU seconds the candidate's processes used per "
+                                     "second of its timed calls; above 1.1 it is timed at its CPU time, since both "
+                                     "rooms are timed on one core with one thread")
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
     window: list[float] | None = Field(None, description="[start, end] epoch seconds the device was held")

@@ -1,12 +1,15 @@
-"""The CPU time of a process tree, read from outside it: on a CPU the judge times a room's batches of
-calls by it (stitch_mcp.judge.timing), since a host's other work only ever adds wall time.
+"""The CPU time of a process tree, read from outside it. On a CPU the judge times the reference's
+room's batches of calls by it, since a host's other work only ever adds wall time, and counts the
+cores the candidate's room used while timed (stitch_mcp.judge.timing).
 
 Each process's own kernel clock (clock_getcpuclockid: all its threads, to the nanosecond) is
 readable from another uid and from outside the process's pid namespace, and nothing in the tree
 can change it. What it does not show is a process that starts and ends between two readings: its
-time is folded into whoever reaps it (the tree's, or the judge's as subreaper). So a reading is
-only used where the tree stayed as it was (`whole`): the same processes, no child time folded into
-any of them, nothing re-parented to the judge.
+time is folded into whoever reaps it (the tree's, or the judge's as subreaper), where the kernel
+shows it in 10 ms ticks. So a reading is only used where the tree stayed as it was (`whole`): the
+same processes, no tick of child time folded into any of them, nothing re-parented to the judge;
+a child that used less than a tick passes unseen, which is why the judge never times the
+candidate's batches by it (stitch_mcp.judge.timing.BatchTimes).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ def clock_of(pid: int) -> int | None:
         return None
 
 
-def _tree(root_pid: int) -> list:
+def tree(root_pid: int) -> list:
+    """The process `root_pid` and its descendants now (psutil processes; empty once it has gone)."""
     import psutil
 
     try:
@@ -63,7 +67,7 @@ class TreeCpu:
     (children re-parented to a subreaper judge) to whether each has exited (a zombie)."""
 
     def __init__(self, root_pid: int, strays: Callable[[], dict[int, bool]] = dict):
-        procs = _tree(root_pid)
+        procs = tree(root_pid)
         self.root_pid, self.strays = root_pid, strays
         self.exited = {pid for pid, zombie in strays().items() if zombie}  # did all their work before
         self.pids = sorted(p.pid for p in procs)
@@ -84,6 +88,6 @@ class TreeCpu:
         processes, no reaped child's time folded in, no stray but those that had exited before."""
         if not self.readable:
             return False
-        procs = _tree(self.root_pid)
+        procs = tree(self.root_pid)
         return (sorted(p.pid for p in procs) == self.pids and _folded_ticks(procs) == self.folded
                 and set(self.strays()) <= self.exited)

@@ -24,6 +24,7 @@ uid and cgroup are swept); `cleanup_cgroup(slot)` removes a retired slot's cgrou
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import glob
@@ -425,12 +426,45 @@ def _missing_tools(level: Level, uid: int | None) -> str:
     return ""
 
 
+# A slot's lock, held by whoever runs a sandbox in it: rooms take slots 1 and up (judge_room), the
+# probe and direct sandboxed() callers (tests, tools) slot 0. A slot's uid is killed whole when its
+# sandbox ends, so two sandboxes must never share one.
+SLOT_LOCKS = Path(tempfile.gettempdir()) / f"stitch-sandbox-slots-{os.geteuid()}"
+
+
+_slots_held: dict[int, int] = {}  # slot -> how many blocks of this process hold it
+
+
+@contextlib.contextmanager
+def holding_slot(slot: int):
+    """Hold slot `slot`'s lock (waiting for another process's) while the block runs a sandbox in
+    it; within one process the blocks nest (a test holding slot 0 probes the isolation levels)."""
+    import fcntl
+
+    if _slots_held.get(slot):
+        _slots_held[slot] += 1
+        try:
+            yield
+        finally:
+            _slots_held[slot] -= 1
+        return
+    SLOT_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(SLOT_LOCKS / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _slots_held[slot] = 1
+        yield
+    finally:
+        _slots_held.pop(slot, None)
+        os.close(fd)
+
+
 def _try_level(level: Level, uid: int | None) -> str:
     """Run a tiny Python program at `level`; '' when it ran as the level promises, else why not."""
     missing = _missing_tools(level, uid)
     if missing:
         return missing
-    with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp, holding_slot(0):
         policy = SandboxPolicy(workdir=Path(tmp) / "work")
         _prepare_workdir(policy.workdir, uid)
         try:

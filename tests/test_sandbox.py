@@ -19,7 +19,7 @@ import pytest
 from timeout_report import record_wait
 
 from stitch_mcp.config import configure
-from stitch_mcp.sandbox import SandboxPolicy, kill_sandbox, probe_isolation, sandboxed
+from stitch_mcp.sandbox import SandboxPolicy, holding_slot, kill_sandbox, probe_isolation, sandboxed
 
 ESCAPE_PROGRAM = Path(__file__).with_name("escape_program.py")
 ATTEMPTS = {"server_environ", "server_cmdline", "init_environ", "secret_env", "data_dir_file", "write_outside",
@@ -29,6 +29,14 @@ ESCAPES = {"bubblewrap": set(), "namespaces": set(),
            "uid": {"server_cmdline", "data_dir_file", "write_outside", "tcp_localhost"},
            "none": ATTEMPTS - {"secret_env", "init_environ"}}  # the host's pid 1 may hide its environ even from root
 SECRET = "s3cret-" + uuid.uuid4().hex
+
+
+@pytest.fixture(autouse=True)
+def slot_zero():
+    """These tests run their sandboxes in slot 0 and kill its uid whole: one at a time on this host
+    (pytest-xdist's other worker, the isolation probe)."""
+    with holding_slot(0):
+        yield
 
 
 @pytest.fixture(params=["bubblewrap", "namespaces", "uid", "none"])

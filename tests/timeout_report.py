@@ -221,6 +221,10 @@ def pytest_configure(config):
         return
     _State.enabled = True
     _State.waits = []
+    if not hasattr(config, "workerinput"):  # an aborted run's parts are not this run's
+        path = _report_path(config)
+        for stale in path.parent.glob(f"{path.name}.gw*.part"):
+            stale.unlink()
     config._timeout_report = {"tests": {}, "undo": _install_wrappers(), "t0": time.monotonic()}
 
 

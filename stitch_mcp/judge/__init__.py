@@ -221,8 +221,9 @@ def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
     core = {psutil.Process().cpu_num()}
     os.sched_setaffinity(0, core)
     try:
-        if not all(room.pin(core) for room in rooms.values()):
-            res["notes"].append("timing: the rooms could not be pinned to the judge's CPU core on this host")
+        note = "timing: the rooms could not be pinned to the judge's CPU core on this host"
+        if not all(room.pin(core) for room in rooms.values()) and note not in res["notes"]:
+            res["notes"].append(note)
         yield
     finally:
         os.sched_setaffinity(0, own)

@@ -44,6 +44,11 @@ class Timed:
     must_check: list[int] = field(default_factory=list)  # seeds whose samples are always compared
     out_bytes: int = 0
     in_bytes: int = 0
+    # on a CPU, the candidate's room's CPU clocks (TreeCpu) and, over its timed calls and batches, the
+    # CPU its processes used and the judge's wall time of those calls (cores_used)
+    cpu_clock: Any = None
+    cpu_ms: float = 0.0
+    cpu_wall_ms: float = 0.0
 
 
 BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
@@ -59,6 +64,8 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
     out_specs = [s[0] if s else None for s in p.outputs]
     t = Timed(Lane(), Lane())
+    if p.device != "cuda":
+        t.cpu_clock = rooms["candidate"].cpu_clock()
     for room in rooms.values():
         attach(p, room)
     started = time.monotonic()
@@ -71,9 +78,11 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
             lane = getattr(t, which)
             for _ in range(BLOCK):
                 seed = secrets.randbelow(2 ** 31 - 1)
-                _timed_call(p, rooms[which], lane, seed, flush, out_specs)
                 if which == "candidate":
+                    _count_cpu(t, *_timed_call(p, rooms[which], lane, seed, flush, out_specs, t.cpu_clock))
                     _sample_outputs(p, t, seed)
+                else:
+                    _timed_call(p, rooms[which], lane, seed, flush, out_specs)
             lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
         n = len(t.candidate.room_ms)
         if n >= 10 and (max(_spread(t.candidate.room_ms), _spread(t.reference.room_ms)) < 0.02
@@ -83,16 +92,27 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     return t
 
 
-def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs) -> None:
+def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs,
+                clock=None) -> tuple[float, float]:
+    """One timed call; returns its wall time and the room's CPU time on `clock` (NaN without one)."""
     args, gap_ms = _gap(p, flush, seed)
     if lane.wall_ms:
         lane.after_ms.append(gap_ms)
+    c0 = clock.read() if clock else math.nan
     h0 = time.perf_counter()
     called = room.call(Call(args=args, outputs=out_specs, timed=True))
     lane.wall_ms.append((time.perf_counter() - h0) * 1e3)
+    cpu_ms = (clock.read() - c0) * 1e3 if clock else math.nan
     if called.room_ms is None or not called.room_ms >= 0:
         raise RoomGone("timing_forgery", "the room reported no time for a timed call")
     lane.room_ms.append(float(called.room_ms))
+    return lane.wall_ms[-1], cpu_ms
+
+
+def _count_cpu(t: Timed, wall_ms: float, cpu_ms: float) -> None:
+    if math.isfinite(cpu_ms):
+        t.cpu_ms += cpu_ms
+        t.cpu_wall_ms += wall_ms
 
 
 def time_alone(p: Prepared, room: RoomClient, calls: int) -> Lane:
@@ -187,6 +207,7 @@ class Batches:
     idle_cpu_ms: float = 0.0  # CPU the candidate's room used while not asked anything (IDLE_CPU_SHARE)
     idle_wall_ms: float = 0.0
     clock: str = "wall"  # or "reference room CPU" (BatchTimes)
+    copy_wall_ms: float | None = None  # where copy_ms is on the reference's CPU clock: the copies on the wall clock
 
 
 @dataclass
@@ -266,7 +287,9 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
             calls, seeds = _batch_calls(p, ins, outs, n)
             idle[0] += (used() - cpu_from) * 1e3
             idle[1] += (time.perf_counter() - wall_from) * 1e3
-            times.add("candidate", n, *_run_batch(p, rooms["candidate"], Batch(calls=calls), flush, None))
+            wall_ms, cpu_ms = _run_batch(p, rooms["candidate"], Batch(calls=calls), flush, t.cpu_clock)
+            times.add("candidate", n, wall_ms, math.nan)  # its wall time: see BatchTimes
+            _count_cpu(t, wall_ms, cpu_ms)
             for j in [secrets.randbelow(n) for _ in range(2)]:
                 n_out = len(outs) // k
                 _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
@@ -277,11 +300,13 @@ def _per_call(times: BatchTimes, k: int, idle: list[float]) -> Batches:
     """Per-call times from the lowest batch of each size: the difference cancels the round trip."""
     cpu = times.on_cpu_clock()
     reference = times.cpus if cpu else times.walls
-    per_call = {lane: (min(source[(lane, k)]) - min(source[(lane, k // 4)])) / (k - k // 4)
-                for lane, source in (("candidate", times.walls), ("reference", reference), ("copy", reference))}
-    return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
-                   copy_ms=per_call["copy"], idle_cpu_ms=idle[0], idle_wall_ms=idle[1],
-                   clock="reference room CPU" if cpu else "wall")
+
+    def per_call(lane: str, source: dict[tuple[str, int], list[float]]) -> float:
+        return (min(source[(lane, k)]) - min(source[(lane, k // 4)])) / (k - k // 4)
+    return Batches(calls=k, candidate_ms=per_call("candidate", times.walls), reference_ms=per_call("reference", reference),
+                   copy_ms=per_call("copy", reference), idle_cpu_ms=idle[0], idle_wall_ms=idle[1],
+                   clock="reference room CPU" if cpu else "wall",
+                   copy_wall_ms=per_call("copy", times.walls) if cpu else None)
 
 
 def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
@@ -300,8 +325,8 @@ def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[
 def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush, clock) -> tuple[float, float]:
     """The judge's time of one batch, and the room's CPU time on `clock` (NaN without one): from
     telling the room its calls to its answer to Run. A room that did its calls as soon as it was
-    told them would otherwise do them before the clock (the telling, the same in every lane,
-    cancels out of the per-call differences)."""
+    told them would otherwise do them before the clock (the telling, the same in every lane on the
+    same clock, cancels out of the per-call differences with the copies on that clock)."""
     if flush is not None:
         flush.zero_()
     sync(p)
@@ -320,9 +345,11 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
         return 0.0, False, {}
     info: dict[str, Any] = {"calls": bb.calls, "candidate_ms": bb.candidate_ms, "reference_ms": bb.reference_ms,
                             "copy_ms": bb.copy_ms, "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms,
-                            "clock": bb.clock}
+                            "clock": bb.clock, "copy_wall_ms": bb.copy_wall_ms}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
-    a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
+    # each lane less the copies on its own clock: the wall clock also counts the judge telling the calls
+    a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - (bb.copy_wall_ms if bb.copy_wall_ms is not None
+                                                                      else bb.copy_ms)
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
         info["note"] = "not used: forward is too short beside the room's own work per call on this host"
         return 0.0, False, info
@@ -461,6 +488,27 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
             "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
             f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
             "or forged times)", severity="warning", confidence="probable"))
+    _charge_cores(res, t, cand)
+
+
+# On a CPU both rooms are timed on the judge's core with one thread (judge._one_core, the rooms'
+# OMP_NUM_THREADS): eager is one core's work. A candidate can still start threads and move them to
+# other cores; where its processes used more than this much CPU per second of its calls, it is timed
+# at its CPU time (the wall time, times the cores it used), which it cannot lower by running more.
+CPU_CORES_SLACK = 0.1
+
+
+def _charge_cores(res: dict[str, Any], t: Timed, cand: dict[str, float]) -> None:
+    """On a CPU, the candidate's time scaled by the cores its processes used (CPU_CORES_SLACK)."""
+    if not t.cpu_wall_ms > 0:
+        return
+    cores = t.cpu_ms / t.cpu_wall_ms
+    res["timing"]["cores_used"] = round(cores, 3)
+    if cores > 1 + CPU_CORES_SLACK:
+        _rescale(cand, cand["median_ms"] * cores, cand["median_ms"])
+        res.setdefault("notes", []).append(
+            f"timing: the candidate's processes used {cores:.2f} s of CPU per second of its timed calls (more than "
+            "the one core each room is timed on, beside eager's one thread): it is timed at its CPU time")
 
 
 def _batches_raise(implied: float, b_room: float, device: str) -> bool:
@@ -566,7 +614,10 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
             batch = timing.get("batch") or {}
             if batch.get("room_ms") and batch.get("speedup"):  # the batches' speedup, or the room's if lower
                 cand = timing["candidate"]
-                _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]), cand["median_ms"])
+                cores = timing.get("cores_used") or 1.0
+                cores = cores if cores > 1 + CPU_CORES_SLACK else 1.0  # _charge_cores
+                _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]) * cores,
+                         cand["median_ms"])
     if not spec.get("compare_compile"):
         return
     base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
