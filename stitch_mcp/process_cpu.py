@@ -74,19 +74,25 @@ class TreeCpu:
         self.clocks = [clock_of(pid) for pid in self.pids]
         self.folded = _folded_ticks(procs)
         self.readable = bool(self.clocks) and all(c is not None for c in self.clocks)
+        self.last = [0.0] * len(self.clocks)  # each clock's last reading: a process gone counts what it had
+        self.gone = False
 
     def read(self) -> float:
-        """Seconds so far (NaN once a process of the tree has gone: the reading says nothing)."""
-        try:
-            return sum(time.clock_gettime(c) for c in self.clocks) if self.readable else float("nan")
-        except OSError:
-            self.readable = False
+        """Seconds so far (NaN where the clocks cannot be read here). A process that has gone counts
+        its time up to the last reading before it went, and the tree is no longer whole."""
+        if not self.readable:
             return float("nan")
+        for i, clock in enumerate(self.clocks):
+            try:
+                self.last[i] = time.clock_gettime(clock)
+            except OSError:
+                self.gone = True
+        return sum(self.last)
 
     def whole(self) -> bool:
         """Whether every reading since this was made counted all the tree's work: readable, the same
         processes, no reaped child's time folded in, no stray but those that had exited before."""
-        if not self.readable:
+        if not self.readable or self.gone:
             return False
         procs = tree(self.root_pid)
         return (sorted(p.pid for p in procs) == self.pids and _folded_ticks(procs) == self.folded

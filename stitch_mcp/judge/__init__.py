@@ -56,6 +56,7 @@ from stitch_mcp.judge.timing import (
     batch_bracket,
     check_timed_outputs,
     door_allowance,
+    end_cpu_reading,
     eager_agrees,
     judge_times,
     needs_compile_timed,
@@ -165,6 +166,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
+        end_cpu_reading(timed)
     res["findings"] += room.process_findings()
     alone = None
     if eager_agrees(spec, res, timed):
@@ -210,8 +212,9 @@ def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
     at once): a call's host work (launches, the door) then runs equally fast in either room, and on
     a CPU each room reads inputs the judge has just written into the same core's caches. On an H100
     host two rooms' host work differed by up to 35% for a whole check, from the cores they had; on a
-    loaded 2-core host eager's 0.03 ms relu moved by up to 3x between blocks of calls unpinned, 1.1x
-    pinned (2026-11-26). Where the host does not let us pin the rooms, a note says so."""
+    2-core host beside two busy loops, eager's 0.03 ms relu moved 1.66x over 8 checks unpinned, 1.18x
+    to 1.35x pinned with one thread (2026-11-26). Where the host does not let us pin the rooms, a
+    note says so."""
     if not hasattr(os, "sched_setaffinity"):
         yield
         return

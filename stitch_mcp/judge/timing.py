@@ -44,11 +44,15 @@ class Timed:
     must_check: list[int] = field(default_factory=list)  # seeds whose samples are always compared
     out_bytes: int = 0
     in_bytes: int = 0
-    # on a CPU, the candidate's room's CPU clocks (TreeCpu) and, over its timed calls and batches, the
-    # CPU its processes used and the judge's wall time of those calls (cores_used)
+    # on a CPU (cores_used): the candidate's room's CPU clocks (TreeCpu), the CPU they counted over its
+    # timed calls and batches and the judge's wall time of those; and the kernel's accounting of all
+    # its processes (cpu_meter: those it starts and reaps too, in 10 ms ticks) from its first timed
+    # call to its last batch (end_cpu_reading)
     cpu_clock: Any = None
     cpu_ms: float = 0.0
     cpu_wall_ms: float = 0.0
+    cpu_meter: Any = None
+    meter_ms: float = 0.0
 
 
 BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
@@ -64,8 +68,6 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
     out_specs = [s[0] if s else None for s in p.outputs]
     t = Timed(Lane(), Lane())
-    if p.device != "cuda":
-        t.cpu_clock = rooms["candidate"].cpu_clock()
     for room in rooms.values():
         attach(p, room)
     started = time.monotonic()
@@ -73,6 +75,9 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     for which in ("reference", "candidate"):  # warm-up, untimed (each room made a first call before the lease)
         rooms[which].call(Call(args=args, outputs=out_specs, timed=True))
         args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
+    if p.device != "cuda":
+        t.cpu_clock, t.cpu_meter = rooms["candidate"].cpu_clock(), rooms["candidate"].cpu_meter()
+        t.meter_ms = -t.cpu_meter() * 1e3
     while len(t.candidate.room_ms) < n_max:
         for which in ("reference", "candidate"):  # inputs of their own: nothing one room sees helps the other
             lane = getattr(t, which)
@@ -110,9 +115,16 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out
 
 
 def _count_cpu(t: Timed, wall_ms: float, cpu_ms: float) -> None:
-    if math.isfinite(cpu_ms):
-        t.cpu_ms += cpu_ms
+    if t.cpu_meter is not None:
+        t.cpu_ms += cpu_ms if math.isfinite(cpu_ms) else 0.0
         t.cpu_wall_ms += wall_ms
+
+
+def end_cpu_reading(t: Timed) -> None:
+    """The kernel's accounting of the candidate's processes since its first timed call (cores_used):
+    read before its room ends."""
+    if t.cpu_meter is not None:
+        t.meter_ms += t.cpu_meter() * 1e3
 
 
 def time_alone(p: Prepared, room: RoomClient, calls: int) -> Lane:
@@ -218,9 +230,8 @@ class BatchTimes:
     wall time, not a room's CPU time. They are used where the room's processes stayed the ones they
     were (TreeCpu.whole). The candidate's batches stay on the wall clock: its room could do a batch's
     work in a process it starts and reaps within the batch, whose time the kernel folds into its
-    parent's in 10 ms ticks, more than a whole batch (BATCH_MS). (Same 2-core host, 8 checks each,
-    2026-11-26: with the candidate's batches on its CPU clock too, a relu's speedup moved 1.44x
-    beside two busy loops; as it is, 2.19x; on the wall clock alone, 3.91x.)"""
+    parent's in 10 ms ticks, more than a whole batch (BATCH_MS). The figures, before and after:
+    docs/benchmarks/cpu-2026-11-26-loaded-repeat.md."""
 
     clocks: dict[str, Any]
     walls: dict[tuple[str, int], list[float]] = field(default_factory=dict)
@@ -496,13 +507,14 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
 # other cores; where its processes used more than this much CPU per second of its calls, it is timed
 # at its CPU time (the wall time, times the cores it used), which it cannot lower by running more.
 CPU_CORES_SLACK = 0.1
+METER_SLACK_MS = 30.0  # the kernel's accounting in 10 ms ticks, a few processes' worth: only more counts
 
 
 def _charge_cores(res: dict[str, Any], t: Timed, cand: dict[str, float]) -> None:
     """On a CPU, the candidate's time scaled by the cores its processes used (CPU_CORES_SLACK)."""
     if not t.cpu_wall_ms > 0:
         return
-    cores = t.cpu_ms / t.cpu_wall_ms
+    cores = max(t.cpu_ms, t.meter_ms - METER_SLACK_MS) / t.cpu_wall_ms
     res["timing"]["cores_used"] = round(cores, 3)
     if cores > 1 + CPU_CORES_SLACK:
         _rescale(cand, cand["median_ms"] * cores, cand["median_ms"])
