@@ -419,8 +419,7 @@ def _fill_timing(report: CheckReport, t: RunTiming, device: str) -> None:
                       compiled=stats(t.compiled), compile_note=t.compile_note, floor_ms=t.floor_ms,
                       floor_bound=t.floor_bound, floor_note=t.floor_note, eager_block_spread=t.eager_block_spread,
                       candidate_block_spread=t.candidate_block_spread, floor_bytes=t.floor_bytes,
-                      baselines_cached=t.baselines_cached, batch=_as(BatchTiming, t.batch) if t.batch else None,
-                      cores_used=t.cores_used)
+                      baselines_cached=t.baselines_cached, batch=_as(BatchTiming, t.batch) if t.batch else None)
     if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
         tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
     report.timing = tr

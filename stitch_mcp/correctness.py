@@ -130,20 +130,9 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
     candidate. `compiled`: the reference compiled already (compile_reference), else compiled here.
     Running out of GPU memory in torch.compile raises with `raise_oom` (the baseline worker is run
     again with the whole card), else leaves it untimed, with a note that is not cached as a
-    failure. On a CPU with one thread, as the rooms are timed there (judge._one_core)."""
+    failure."""
     import torch
 
-    threads = torch.get_num_threads()
-    if kw["device"] == "cpu":
-        torch.set_num_threads(1)
-    try:
-        return _measure_baselines(torch, ref_model, inputs, kw, compare_compile, stage, compiled, raise_oom)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _measure_baselines(torch, ref_model, inputs: TimingInputs, kw: dict[str, Any], compare_compile: bool,
-                       stage, compiled: Compiled | None, raise_oom: bool) -> dict[str, Any]:
     buf = inputs.buf
     stage("timing", what="eager")
 
@@ -228,8 +217,6 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     torch.backends.cuda.matmul.allow_tf32 = False  # as in the run stage
     torch.backends.cudnn.allow_tf32 = False
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":  # compiled and timed with one thread, as the rooms are timed (measure_baselines)
-        torch.set_num_threads(1)
     ref_mod = import_program(spec["reference_source"], "reference", Path.cwd())
     init_args = init_inputs(ref_mod)
     compare_compile = bool(spec.get("compare_compile"))

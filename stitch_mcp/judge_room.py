@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -48,9 +48,6 @@ from stitch_mcp.door import (
 from stitch_mcp.crashes import classify_error_text
 from stitch_mcp.outcomes import _Capture, describe_signal, malloc_env
 from stitch_mcp.stage_results import BuiltExtension, CompilerDiagnostic, RoomReport, valid_records
-
-if TYPE_CHECKING:
-    from stitch_mcp.process_cpu import TreeCpu
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
@@ -134,8 +131,6 @@ class RoomClient:
         # OMP_WAIT_POLICY: OpenMP threads that spin after each parallel region take the cores from
         # the other room and the judge, which take turns with it: on a 2-core host a 256 KB relu
         # timed at 2-3 ms in a room instead of 0.05 ms.
-        if not gpu:  # a CPU room is timed on one core, the judge's (judge._one_core): one thread
-            env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         slot, slot_lock = _claim_slot()
         command = _sandboxed([sys.executable, "-m", "stitch_mcp.room"], workdir, env, gpu, slot)
         proc = subprocess.Popen(**command.popen_kwargs(pass_fds=(room_end.fileno(),)), stdin=subprocess.DEVNULL,
@@ -306,9 +301,12 @@ class RoomClient:
     # -------------------------------------------------------------- seen from outside
 
     def _room_processes(self) -> list[Any]:
-        from stitch_mcp.process_cpu import tree
+        import psutil
 
-        return tree(self.proc.pid)
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True) + [psutil.Process(self.proc.pid)]
+        except psutil.Error:
+            return []
 
     def cpu_meter(self) -> Callable[[], float]:
         """A reading of the CPU seconds the room's processes have used so far: their threads', and
@@ -326,13 +324,6 @@ class RoomClient:
                     pass
             return total
         return used
-
-    def cpu_clock(self) -> "TreeCpu":
-        """The CPU clocks of the room's processes as they are now, read from outside (their work,
-        not the host's other work beside it); `whole()` says whether the room kept to them."""
-        from stitch_mcp.process_cpu import TreeCpu
-
-        return TreeCpu(self.proc.pid, strays=lambda: {p.pid: _exited(p) for p in _strays()})
 
     def pin(self, cpus: set[int]) -> bool:
         """Run every thread of the room's processes on `cpus`; False where this host does not let
@@ -390,16 +381,6 @@ def _is_sandbox(p) -> bool:
                           os.path.basename(cmd[0]) in ("bwrap", "unshare", "setpriv"))
 
 
-def _exited(p) -> bool:
-    """A zombie (or gone): it does no more work."""
-    import psutil
-
-    try:
-        return p.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
-
-
 def _ppid(p) -> int | None:
     try:
         return p.ppid()
@@ -429,25 +410,18 @@ _live_rooms: set[int] = set()  # pids of the rooms this judge has open
 _own_children: set[int] | None = None  # the judge's children before any room (its watchdog)
 
 
-def _strays() -> list[Any]:
-    """What rooms left re-parented to us (a judge is a subreaper): any child of ours that is neither
-    a live room nor one we had before the first room started."""
+def _reap_orphans() -> None:
+    """Kill what rooms left re-parented to us (a judge is a subreaper): any child of ours that is
+    neither a live room nor one we had before the first room started, and collect exactly those."""
     import psutil
 
-    if _own_children is None:
-        return []
     try:
         children = psutil.Process().children()
     except psutil.Error:
-        return []
-    return [c for c in children if c.pid not in _live_rooms and c.pid not in _own_children]
-
-
-def _reap_orphans() -> None:
-    """Kill the strays (above), and collect exactly those."""
-    import psutil
-
-    for child in _strays():
+        return
+    for child in children:
+        if child.pid in _live_rooms or child.pid in (_own_children or set()):
+            continue
         try:
             for k in child.children(recursive=True) + [child]:
                 k.kill()

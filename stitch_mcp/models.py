@@ -161,11 +161,6 @@ class BatchTiming(BaseModel):
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
-    clock: str = Field("wall", description="what timed the batches: the judge's wall clock, or on a CPU for the "
-                       "reference's room (its batches and the copies) that room's CPU clocks, read from outside, where "
-                       "its processes stayed the same (\"reference room CPU\")")
-    copy_wall_ms: float | None = Field(None, description="where copy_ms is on the reference's CPU clock: the same "
-                                       "copies on the judge's wall clock (taken from the candidate's batches)")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
                                   "room's own median per call (the speedup is the lower of the two)")
     note: str = ""
@@ -189,9 +184,6 @@ class TimingReport(BaseModel):
     floor_note: str = Field("", description="how floor_ms was computed, each ceiling labelled measured/datasheet")
     baselines_cached: bool = False
     batch: BatchTiming | None = None
-    cores_used: float | None = Field(None, description="on a CPU: CPU seconds the candidate's processes used per "
-                                     "second of its timed calls; above 1.1 it is timed at its CPU time, since both "
-                                     "rooms are timed on one core with one thread")
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
     window: list[float] | None = Field(None, description="[start, end] epoch seconds the device was held")

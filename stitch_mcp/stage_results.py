@@ -124,7 +124,6 @@ class RunTiming(_Strict):
     candidate_block_spread: float
     bracket: TimingBracket
     batch: BatchTimes | None = None
-    cores_used: float | None = None  # on a CPU: the candidate's CPU per second of its timed calls (judge.timing)
     floor_bytes: int | None = None
     floor_ms: float | None = None
     floor_bound: Literal["memory", "compute"] | None = None

@@ -56,7 +56,6 @@ from stitch_mcp.judge.timing import (
     batch_bracket,
     check_timed_outputs,
     door_allowance,
-    end_cpu_reading,
     eager_agrees,
     judge_times,
     needs_compile_timed,
@@ -166,7 +165,6 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
-        end_cpu_reading(timed)
     res["findings"] += room.process_findings()
     alone = None
     if eager_agrees(spec, res, timed):
@@ -174,8 +172,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     else:
         room.close()  # from here on nothing of the candidate runs
         stage("timing", what="eager alone")
-        with _one_core(p, {"reference": reference}, res):
-            alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
+        alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
         lap("timing_eager_alone")
         closing = _start_closing([reference])
     try:
@@ -208,14 +205,11 @@ def _start_closing(rooms: list[RoomClient]) -> threading.Thread:
 
 @contextlib.contextmanager
 def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
-    """The judge and the rooms share one CPU core while they are timed (they take turns, never run
-    at once): a call's host work (launches, the door) then runs equally fast in either room, and on
-    a CPU each room reads inputs the judge has just written into the same core's caches. On an H100
-    host two rooms' host work differed by up to 35% for a whole check, from the cores they had; on a
-    2-core host beside two busy loops, eager's 0.03 ms relu moved 1.66x over 8 checks unpinned, 1.18x
-    to 1.35x pinned with one thread (2026-11-26). Where the host does not let us pin the rooms, a
-    note says so."""
-    if not hasattr(os, "sched_setaffinity"):
+    """On a GPU, the judge and both rooms share one CPU core while they are timed (they take turns,
+    never run at once): a call's host work (launches, the door) then runs equally fast in either
+    room. On an H100 host two rooms' host work differed by up to 35% for a whole check, from the
+    cores they had. Where the host does not let us pin the rooms, a note says so."""
+    if p.device != "cuda" or not hasattr(os, "sched_setaffinity"):
         yield
         return
     import psutil
@@ -224,9 +218,8 @@ def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
     core = {psutil.Process().cpu_num()}
     os.sched_setaffinity(0, core)
     try:
-        note = "timing: the rooms could not be pinned to the judge's CPU core on this host"
-        if not all(room.pin(core) for room in rooms.values()) and note not in res["notes"]:
-            res["notes"].append(note)
+        if not all(room.pin(core) for room in rooms.values()):
+            res["notes"].append("timing: the rooms could not be pinned to the judge's CPU core on this host")
         yield
     finally:
         os.sched_setaffinity(0, own)

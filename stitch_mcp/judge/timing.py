@@ -44,15 +44,6 @@ class Timed:
     must_check: list[int] = field(default_factory=list)  # seeds whose samples are always compared
     out_bytes: int = 0
     in_bytes: int = 0
-    # on a CPU (cores_used): the candidate's room's CPU clocks (TreeCpu), the CPU they counted over its
-    # timed calls and batches and the judge's wall time of those; and the kernel's accounting of all
-    # its processes (cpu_meter: those it starts and reaps too, in 10 ms ticks) from its first timed
-    # call to its last batch (end_cpu_reading)
-    cpu_clock: Any = None
-    cpu_ms: float = 0.0
-    cpu_wall_ms: float = 0.0
-    cpu_meter: Any = None
-    meter_ms: float = 0.0
 
 
 BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
@@ -75,19 +66,14 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     for which in ("reference", "candidate"):  # warm-up, untimed (each room made a first call before the lease)
         rooms[which].call(Call(args=args, outputs=out_specs, timed=True))
         args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
-    if p.device != "cuda":
-        t.cpu_clock, t.cpu_meter = rooms["candidate"].cpu_clock(), rooms["candidate"].cpu_meter()
-        t.meter_ms = -t.cpu_meter() * 1e3
     while len(t.candidate.room_ms) < n_max:
         for which in ("reference", "candidate"):  # inputs of their own: nothing one room sees helps the other
             lane = getattr(t, which)
             for _ in range(BLOCK):
                 seed = secrets.randbelow(2 ** 31 - 1)
+                _timed_call(p, rooms[which], lane, seed, flush, out_specs)
                 if which == "candidate":
-                    _count_cpu(t, *_timed_call(p, rooms[which], lane, seed, flush, out_specs, t.cpu_clock))
                     _sample_outputs(p, t, seed)
-                else:
-                    _timed_call(p, rooms[which], lane, seed, flush, out_specs)
             lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
         n = len(t.candidate.room_ms)
         if n >= 10 and (max(_spread(t.candidate.room_ms), _spread(t.reference.room_ms)) < 0.02
@@ -97,34 +83,16 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     return t
 
 
-def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs,
-                clock=None) -> tuple[float, float]:
-    """One timed call; returns its wall time and the room's CPU time on `clock` (NaN without one)."""
+def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs) -> None:
     args, gap_ms = _gap(p, flush, seed)
     if lane.wall_ms:
         lane.after_ms.append(gap_ms)
-    c0 = clock.read() if clock else math.nan
     h0 = time.perf_counter()
     called = room.call(Call(args=args, outputs=out_specs, timed=True))
     lane.wall_ms.append((time.perf_counter() - h0) * 1e3)
-    cpu_ms = (clock.read() - c0) * 1e3 if clock else math.nan
     if called.room_ms is None or not called.room_ms >= 0:
         raise RoomGone("timing_forgery", "the room reported no time for a timed call")
     lane.room_ms.append(float(called.room_ms))
-    return lane.wall_ms[-1], cpu_ms
-
-
-def _count_cpu(t: Timed, wall_ms: float, cpu_ms: float) -> None:
-    if t.cpu_meter is not None:
-        t.cpu_ms += cpu_ms if math.isfinite(cpu_ms) else 0.0
-        t.cpu_wall_ms += wall_ms
-
-
-def end_cpu_reading(t: Timed) -> None:
-    """The kernel's accounting of the candidate's processes since its first timed call (cores_used):
-    read before its room ends."""
-    if t.cpu_meter is not None:
-        t.meter_ms += t.cpu_meter() * 1e3
 
 
 def time_alone(p: Prepared, room: RoomClient, calls: int) -> Lane:
@@ -218,31 +186,6 @@ class Batches:
     copy_ms: float
     idle_cpu_ms: float = 0.0  # CPU the candidate's room used while not asked anything (IDLE_CPU_SHARE)
     idle_wall_ms: float = 0.0
-    clock: str = "wall"  # or "reference room CPU" (BatchTimes)
-    copy_wall_ms: float | None = None  # where copy_ms is on the reference's CPU clock: the copies on the wall clock
-
-
-@dataclass
-class BatchTimes:
-    """Each batch's time by (lane, calls): on the judge's wall clock, and on a CPU the reference's
-    room's batches (its own, and the copies) also on that room's CPU clocks (stitch_mcp.process_cpu),
-    read before the room is told its calls and after its answer to Run: other work on the host adds
-    wall time, not a room's CPU time. They are used where the room's processes stayed the ones they
-    were (TreeCpu.whole). The candidate's batches stay on the wall clock: its room could do a batch's
-    work in a process it starts and reaps within the batch, whose time the kernel folds into its
-    parent's in 10 ms ticks, more than a whole batch (BATCH_MS). The figures, before and after:
-    docs/benchmarks/cpu-2026-11-26-loaded-repeat.md."""
-
-    clocks: dict[str, Any]
-    walls: dict[tuple[str, int], list[float]] = field(default_factory=dict)
-    cpus: dict[tuple[str, int], list[float]] = field(default_factory=dict)
-
-    def add(self, lane: str, n: int, wall_ms: float, cpu_ms: float) -> None:
-        self.walls.setdefault((lane, n), []).append(wall_ms)
-        self.cpus.setdefault((lane, n), []).append(cpu_ms)
-
-    def on_cpu_clock(self) -> bool:
-        return bool(self.clocks) and all(clock.whole() for clock in self.clocks.values())
 
 
 def door_allowance(t: Timed, device: str) -> float:
@@ -266,24 +209,24 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     for room in rooms.values():
         attach(p, room)
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
-    times = BatchTimes(clocks={} if p.device == "cuda" else {"reference": rooms["reference"].cpu_clock()})
+    walls: dict[tuple[str, int], list[float]] = {}
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
-    _batch_rounds(p, rooms, t, (ins, outs, k), flush, times, idle)
-    batches = _per_call(times, k, idle)
+    _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
+    batches = _per_call(walls, k, idle)
     implied, contradicted, _ = batch_bound(t, batches, p.device)
     if contradicted or _batches_raise(implied, b_room, p.device):
         # Before calling a room's times false (or, on a CPU, raising them), as many rounds again: other
         # work on the host only ever adds to a batch, so the lowest of all rounds stands. On a 2-core
         # host running a test suite beside it, an honest OpenMP candidate's batches were once 2x
         # slower than its calls.
-        _batch_rounds(p, rooms, t, (ins, outs, k), flush, times, idle)
-        batches = _per_call(times, k, idle)
+        _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
+        batches = _per_call(walls, k, idle)
     return batches
 
 
 def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: tuple, flush,
-                  times: BatchTimes, idle: list[float]) -> None:
-    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `times`; the CPU
+                  walls: dict[tuple[str, int], list[float]], idle: list[float]) -> None:
+    """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; the CPU
     the candidate's room used while not asked anything, and how long that was, added to `idle`
     (IDLE_CPU_SHARE)."""
     ins, outs, k = buffers
@@ -292,32 +235,25 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
         for n in (k // 4, k):
             cpu_from, wall_from = used(), time.perf_counter()
             calls, _ = _batch_calls(p, ins, outs, n)
-            own = times.clocks.get("reference")
-            times.add("reference", n, *_run_batch(p, rooms["reference"], Batch(calls=calls), flush, own))
-            times.add("copy", n, *_run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush, own))
+            walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
+            walls.setdefault(("copy", n), []).append(
+                _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
             calls, seeds = _batch_calls(p, ins, outs, n)
             idle[0] += (used() - cpu_from) * 1e3
             idle[1] += (time.perf_counter() - wall_from) * 1e3
-            wall_ms, cpu_ms = _run_batch(p, rooms["candidate"], Batch(calls=calls), flush, t.cpu_clock)
-            times.add("candidate", n, wall_ms, math.nan)  # its wall time: see BatchTimes
-            _count_cpu(t, wall_ms, cpu_ms)
+            walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
             for j in [secrets.randbelow(n) for _ in range(2)]:
                 n_out = len(outs) // k
                 _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
                 t.must_check.append(seeds[j])
 
 
-def _per_call(times: BatchTimes, k: int, idle: list[float]) -> Batches:
+def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float]) -> Batches:
     """Per-call times from the lowest batch of each size: the difference cancels the round trip."""
-    cpu = times.on_cpu_clock()
-    reference = times.cpus if cpu else times.walls
-
-    def per_call(lane: str, source: dict[tuple[str, int], list[float]]) -> float:
-        return (min(source[(lane, k)]) - min(source[(lane, k // 4)])) / (k - k // 4)
-    return Batches(calls=k, candidate_ms=per_call("candidate", times.walls), reference_ms=per_call("reference", reference),
-                   copy_ms=per_call("copy", reference), idle_cpu_ms=idle[0], idle_wall_ms=idle[1],
-                   clock="reference room CPU" if cpu else "wall",
-                   copy_wall_ms=per_call("copy", times.walls) if cpu else None)
+    per_call = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4)
+                for lane in ("candidate", "reference", "copy")}
+    return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
+                   copy_ms=per_call["copy"], idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
 
 
 def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
@@ -333,20 +269,17 @@ def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[
     return calls, seeds
 
 
-def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush, clock) -> tuple[float, float]:
-    """The judge's time of one batch, and the room's CPU time on `clock` (NaN without one): from
-    telling the room its calls to its answer to Run. A room that did its calls as soon as it was
-    told them would otherwise do them before the clock (the telling, the same in every lane on the
-    same clock, cancels out of the per-call differences with the copies on that clock)."""
+def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush) -> float:
+    """The judge's time of one batch: from telling the room its calls to its answer to Run. A room
+    that did its calls as soon as it was told them would otherwise do them before the clock (the
+    telling, the same in every lane, cancels out of the per-call differences)."""
     if flush is not None:
         flush.zero_()
     sync(p)
-    c0 = clock.read() if clock else math.nan
     h0 = time.perf_counter()
     room.ask(batch)
     room.ask(Run())
-    wall_ms = (time.perf_counter() - h0) * 1e3
-    return wall_ms, ((clock.read() - c0) * 1e3 if clock else math.nan)
+    return (time.perf_counter() - h0) * 1e3
 
 
 def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool, dict[str, Any]]:
@@ -355,12 +288,9 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
     if bb is None:
         return 0.0, False, {}
     info: dict[str, Any] = {"calls": bb.calls, "candidate_ms": bb.candidate_ms, "reference_ms": bb.reference_ms,
-                            "copy_ms": bb.copy_ms, "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms,
-                            "clock": bb.clock, "copy_wall_ms": bb.copy_wall_ms}
+                            "copy_ms": bb.copy_ms, "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
-    # each lane less the copies on its own clock: the wall clock also counts the judge telling the calls
-    a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - (bb.copy_wall_ms if bb.copy_wall_ms is not None
-                                                                      else bb.copy_ms)
+    a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
         info["note"] = "not used: forward is too short beside the room's own work per call on this host"
         return 0.0, False, info
@@ -469,8 +399,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     if batch_info:
         res["timing"]["batch"] = batch_info
         res["timing"]["method"] += (f"; calls this short also timed in batches of {batches.calls} back-to-back "
-                                    "calls on the judge's clock" + (" (the reference's room's on its CPU clock)"
-                                                                    if batches.clock != "wall" else ""))
+                                    "calls on the judge's clock")
     res["checks_run"].append("timing_bracket")
     if worked_idle:
         if estimate > b_room:
@@ -499,28 +428,6 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
             "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
             f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
             "or forged times)", severity="warning", confidence="probable"))
-    _charge_cores(res, t, cand)
-
-
-# On a CPU both rooms are timed on the judge's core with one thread (judge._one_core, the rooms'
-# OMP_NUM_THREADS): eager is one core's work. A candidate can still start threads and move them to
-# other cores; where its processes used more than this much CPU per second of its calls, it is timed
-# at its CPU time (the wall time, times the cores it used), which it cannot lower by running more.
-CPU_CORES_SLACK = 0.1
-METER_SLACK_MS = 30.0  # the kernel's accounting in 10 ms ticks, a few processes' worth: only more counts
-
-
-def _charge_cores(res: dict[str, Any], t: Timed, cand: dict[str, float]) -> None:
-    """On a CPU, the candidate's time scaled by the cores its processes used (CPU_CORES_SLACK)."""
-    if not t.cpu_wall_ms > 0:
-        return
-    cores = max(t.cpu_ms, t.meter_ms - METER_SLACK_MS) / t.cpu_wall_ms
-    res["timing"]["cores_used"] = round(cores, 3)
-    if cores > 1 + CPU_CORES_SLACK:
-        _rescale(cand, cand["median_ms"] * cores, cand["median_ms"])
-        res.setdefault("notes", []).append(
-            f"timing: the candidate's processes used {cores:.2f} s of CPU per second of its timed calls (more than "
-            "the one core each room is timed on, beside eager's one thread): it is timed at its CPU time")
 
 
 def _batches_raise(implied: float, b_room: float, device: str) -> bool:
@@ -626,10 +533,7 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
             batch = timing.get("batch") or {}
             if batch.get("room_ms") and batch.get("speedup"):  # the batches' speedup, or the room's if lower
                 cand = timing["candidate"]
-                cores = timing.get("cores_used") or 1.0
-                cores = cores if cores > 1 + CPU_CORES_SLACK else 1.0  # _charge_cores
-                _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]) * cores,
-                         cand["median_ms"])
+                _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]), cand["median_ms"])
     if not spec.get("compare_compile"):
         return
     base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
