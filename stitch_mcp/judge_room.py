@@ -439,12 +439,10 @@ def _claim_slot() -> tuple[int, int]:
     its room ends, so two rooms must never share one."""
     import fcntl
 
-    from stitch_mcp.sandbox import SLOT_LOCKS
+    from stitch_mcp.sandbox import open_slot_lock
 
-    folder = SLOT_LOCKS
-    folder.mkdir(mode=0o700, exist_ok=True)
     for slot in range(1, SLOTS):  # slot 0: the default of direct sandboxed() users (tests, tools)
-        fd = os.open(folder / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        fd = open_slot_lock(slot)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return slot, fd

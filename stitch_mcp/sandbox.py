@@ -432,6 +432,12 @@ def _missing_tools(level: Level, uid: int | None) -> str:
 SLOT_LOCKS = Path(tempfile.gettempdir()) / f"stitch-sandbox-slots-{os.geteuid()}"
 
 
+def open_slot_lock(slot: int) -> int:
+    """A file descriptor on slot `slot`'s lock file, to flock."""
+    SLOT_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    return os.open(SLOT_LOCKS / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+
+
 _slots_held: dict[int, int] = {}  # slot -> how many blocks of this process hold it
 
 
@@ -448,8 +454,7 @@ def holding_slot(slot: int):
         finally:
             _slots_held[slot] -= 1
         return
-    SLOT_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(SLOT_LOCKS / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fd = open_slot_lock(slot)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _slots_held[slot] = 1

@@ -223,7 +223,7 @@ def pytest_configure(config):
     _State.waits = []
     if not hasattr(config, "workerinput"):  # an aborted run's parts are not this run's
         path = _report_path(config)
-        for stale in path.parent.glob(f"{path.name}.gw*.part"):
+        for stale in _parts(path):
             stale.unlink()
     config._timeout_report = {"tests": {}, "undo": _install_wrappers(), "t0": time.monotonic()}
 
@@ -335,6 +335,11 @@ def _part_path(path: Path, worker: str) -> Path:
     return path.with_name(f"{path.name}.{worker}.part")
 
 
+def _parts(path: Path) -> list[Path]:
+    """The workers' parts beside the report (pytest-xdist names its workers gw0, gw1, ...)."""
+    return sorted(path.parent.glob(_part_path(path, "gw*").name))
+
+
 def pytest_sessionfinish(session):
     """In a pytest-xdist worker: its tests' seconds and its waits, for the controller to merge (the
     controller itself only sees each test's phases and outcome)."""
@@ -351,7 +356,7 @@ def pytest_sessionfinish(session):
 
 
 def _merge_parts(state: dict, path: Path) -> None:
-    for part in sorted(path.parent.glob(f"{path.name}.gw*.part")):
+    for part in _parts(path):
         data = json.loads(part.read_text())
         for nodeid, row in data["tests"].items():
             state["tests"].setdefault(nodeid, {}).update({k: v for k, v in row.items() if k != "phases"})
