@@ -427,7 +427,7 @@ def _missing_tools(level: Level, uid: int | None) -> str:
 
 
 # A slot's lock, held by whoever runs a sandbox in it: rooms take slots 1 and up (judge_room), the
-# probe and direct sandboxed() callers (tests, tools) slot 0. A slot's uid is killed whole when its
+# probes and direct sandboxed() callers (tests, tools) slot 0. A slot's uid is killed whole when its
 # sandbox ends, so two sandboxes must never share one.
 SLOT_LOCKS = Path(tempfile.gettempdir()) / f"stitch-sandbox-slots-{os.geteuid()}"
 
@@ -442,9 +442,12 @@ _slots_held: dict[int, int] = {}  # slot -> how many blocks of this process hold
 
 
 @contextlib.contextmanager
-def holding_slot(slot: int):
-    """Hold slot `slot`'s lock (waiting for another process's) while the block runs a sandbox in
-    it; within one process the blocks nest (a test holding slot 0 probes the isolation levels)."""
+def holding_slot(slot: int, shared: bool = False, wait_s: float | None = None):
+    """Hold slot `slot`'s lock while the block runs a sandbox in it: exclusive for a user that kills
+    the slot's uid (the tests), shared among isolation probes (which only run a program as it and
+    wait for it: many checks start at once). Within one process the blocks nest (a test holding
+    slot 0 probes the isolation levels). Past `wait_s` the block runs without it, with a warning:
+    a probe must not wait for ever on a lock another process of the same user can hold."""
     import fcntl
 
     if _slots_held.get(slot):
@@ -455,13 +458,27 @@ def holding_slot(slot: int):
             _slots_held[slot] -= 1
         return
     fd = open_slot_lock(slot)
+    deadline = None if wait_s is None else time.monotonic() + wait_s
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _slots_held[slot] = 1
+        while True:
+            try:
+                fcntl.flock(fd, mode | (0 if deadline is None else fcntl.LOCK_NB))
+                _slots_held[slot] = 1
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    log.warning("sandbox slot %d stayed locked for %.0f s: going on without its lock", slot, wait_s)
+                    break
+                time.sleep(0.05)
         yield
     finally:
         _slots_held.pop(slot, None)
         os.close(fd)
+
+
+# How long an isolation probe waits for slot 0 (a test may hold it for its sandbox's run).
+PROBE_SLOT_WAIT_S = 30.0
 
 
 def _try_level(level: Level, uid: int | None) -> str:
@@ -469,7 +486,8 @@ def _try_level(level: Level, uid: int | None) -> str:
     missing = _missing_tools(level, uid)
     if missing:
         return missing
-    with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp, holding_slot(0):
+    with tempfile.TemporaryDirectory(prefix="stitch-probe-") as tmp, \
+            holding_slot(0, shared=True, wait_s=PROBE_SLOT_WAIT_S):
         policy = SandboxPolicy(workdir=Path(tmp) / "work")
         _prepare_workdir(policy.workdir, uid)
         try:
