@@ -38,6 +38,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 from pathlib import Path
@@ -438,24 +439,27 @@ def open_slot_lock(slot: int) -> int:
     return os.open(SLOT_LOCKS / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
 
 
-_slots_held: dict[int, int] = {}  # slot -> how many blocks of this process hold it
+# slot -> how many blocks of this THREAD hold it. Per thread: blocks of different threads (eval's
+# checks probe at once) each take the lock themselves, so none ends holding a slot another released.
+_slots_held = threading.local()
 
 
 @contextlib.contextmanager
 def holding_slot(slot: int, shared: bool = False, wait_s: float | None = None):
     """Hold slot `slot`'s lock while the block runs a sandbox in it: exclusive for a user that kills
     the slot's uid (the tests), shared among isolation probes (which only run a program as it and
-    wait for it: many checks start at once). Within one process the blocks nest (a test holding
+    wait for it: many checks start at once). Within one thread the blocks nest (a test holding
     slot 0 probes the isolation levels). Past `wait_s` the block runs without it, with a warning:
     a probe must not wait for ever on a lock another process of the same user can hold."""
     import fcntl
 
-    if _slots_held.get(slot):
-        _slots_held[slot] += 1
+    held: dict[int, int] = _slots_held.__dict__.setdefault("counts", {})
+    if held.get(slot):
+        held[slot] += 1
         try:
             yield
         finally:
-            _slots_held[slot] -= 1
+            held[slot] -= 1
         return
     fd = open_slot_lock(slot)
     deadline = None if wait_s is None else time.monotonic() + wait_s
@@ -464,7 +468,7 @@ def holding_slot(slot: int, shared: bool = False, wait_s: float | None = None):
         while True:
             try:
                 fcntl.flock(fd, mode | (0 if deadline is None else fcntl.LOCK_NB))
-                _slots_held[slot] = 1
+                held[slot] = 1
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
@@ -473,7 +477,7 @@ def holding_slot(slot: int, shared: bool = False, wait_s: float | None = None):
                 time.sleep(0.05)
         yield
     finally:
-        _slots_held.pop(slot, None)
+        held.pop(slot, None)
         os.close(fd)
 
 
@@ -567,9 +571,13 @@ def _probe(key: tuple[str, str, int, int]) -> Isolation:
     raise AssertionError("the 'none' level always runs")
 
 
+_probing = threading.Lock()  # one probe at a time: checks that start together wait for the first's answer
+
+
 def probe_isolation() -> Isolation:
     """The strongest level this host runs a Python program at (tried once per settings, then cached)."""
-    return _probe(_settings_key()).model_copy(deep=True)
+    with _probing:
+        return _probe(_settings_key()).model_copy(deep=True)
 
 
 # ---------------------------------------------------------------- the public entry points
