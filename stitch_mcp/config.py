@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     timing_iters: int = Field(100, ge=5, le=10_000, description="most timed calls per measurement")
     spare_workers: int = Field(2, ge=0, le=16, description="worker processes kept started ahead of need, per GPU "
                                "in use (Python and torch imported, 4-6 s on a GPU machine); 0: start each when needed")
+    fork_workers: bool = Field(True, description="start workers as forks of one process that has imported torch "
+                               "and the judge (milliseconds each); off: each worker starts Python and imports afresh")
     max_source_bytes: int = Field(1_000_000, gt=0, description="largest reference or candidate accepted")
     ncu_clock_control: Literal["none", "base"] = Field("none", description="ncu --clock-control")
     compare_compile: bool = Field(True, description="also time the reference under torch.compile")

@@ -43,10 +43,12 @@ from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
 from stitch_mcp.events import WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
 from stitch_mcp.stage_results import StageResult, read_stage_result
+from stitch_mcp.zygote import ForkedProcess, Zygote
 
 log = logging.getLogger(__name__)
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+WorkerProcess = subprocess.Popen | ForkedProcess  # started afresh, or forked from the zygote
 FLOOD_BYTES = 32 * 1024 * 1024  # more candidate output than this is a flood: the worker is killed
 
 # ------------------------------------------------------------------ outcome classification
@@ -64,7 +66,7 @@ def _descendants(pid: int) -> list[int]:
         return []
 
 
-def kill_tree(proc: subprocess.Popen) -> None:
+def kill_tree(proc: WorkerProcess) -> None:
     """SIGKILL the worker, its process group and any descendants that left the group."""
     if proc.poll() is not None:
         # The worker itself is gone; its group may still hold children (e.g. ninja, nvcc).
@@ -138,7 +140,7 @@ WORKING_NAME = b"stitch-worker"
 class _Started:
     """A started worker process and the parent's ends of its pipes."""
 
-    proc: subprocess.Popen
+    proc: WorkerProcess
     events_fd: int  # read end of the event pipe
     lifeline_fd: int  # the only write end of the lifeline
     token: str
@@ -162,8 +164,9 @@ class _Started:
 
 
 def _start(rooms: bool = True) -> _Started:
-    """A new worker, importing what every stage needs; `rooms`: it also starts the two rooms a run
-    stage judges with (a worker started for another stage would only end them again)."""
+    """A new worker, with what every stage needs imported: forked from the zygote, or a fresh Python
+    where there is none. `rooms`: it also starts the two rooms a run stage judges with (a worker
+    started for another stage would only end them again)."""
     r_fd, w_fd = os.pipe()
     # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
     # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
@@ -172,13 +175,61 @@ def _start(rooms: bool = True) -> _Started:
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
               "STITCH_SPARE_ROOMS": _room_parent() if rooms else ""}
-    proc = subprocess.Popen(
+    proc = _forked(worker_env(fd_env), (w_fd, life_r)) or subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(w_fd, life_r),
         env=worker_env(fd_env), close_fds=True)
     os.close(w_fd)
     os.close(life_r)
     return _Started(proc, r_fd, life_w, token, fd_env)
+
+
+_zygote: Zygote | None = None
+_zygote_lock = threading.Lock()
+_zygotes_lost = 0
+ZYGOTE_TRIES = 3  # zygotes lost before this process starts every worker afresh
+
+
+def _forked(env: dict[str, str], keep: tuple[int, ...]) -> ForkedProcess | None:
+    """A worker forked from the zygote (started on first use), with our descriptors `keep` at the
+    same numbers in it and stdin/stdout as Popen's PIPE/STDOUT; None where workers start afresh."""
+    global _zygote, _zygotes_lost
+    try:
+        from stitch_mcp.config import get_settings
+
+        if not get_settings().fork_workers or _zygotes_lost >= ZYGOTE_TRIES:
+            return None
+    except Exception:  # a bad setting must not stop checks
+        return None
+    with _zygote_lock:
+        if _zygote is None or not _zygote.alive:
+            _zygote = Zygote(worker_env(), str(PACKAGE_ROOT))
+        zygote = _zygote
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        return zygote.spawn(env, {0: in_r, 1: out_w, 2: out_w, **{fd: fd for fd in keep}}, in_w, out_r)
+    except RuntimeError as exc:
+        log.warning("%s: starting a worker afresh", exc)
+        os.close(in_w)
+        os.close(out_r)
+        with _zygote_lock:
+            if _zygote is zygote:
+                _zygote, _zygotes_lost = None, _zygotes_lost + 1
+        zygote.close()
+        return None
+    finally:
+        os.close(in_r)
+        os.close(out_w)
+
+
+def drop_zygote() -> None:
+    """Stop the zygote (at exit; the workers it forked go on until their stages end)."""
+    global _zygote
+    with _zygote_lock:
+        zygote, _zygote = _zygote, None
+    if zygote is not None:
+        zygote.close()
 
 
 def _room_parent() -> str:
@@ -255,6 +306,7 @@ def drop_spares() -> None:
 
 
 atexit.register(drop_spares)
+atexit.register(drop_zygote)
 
 
 def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: float,
@@ -321,7 +373,7 @@ def _give_order(started: _Started, workdir: Path, env: dict[str, str] | None) ->
 class _Killer:
     """Kills a worker's process tree, remembering the first reason given (timeout, flood, cancelled)."""
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: WorkerProcess):
         self.proc = proc
         self.why = ""
         self._lock = threading.Lock()
@@ -391,7 +443,7 @@ WAITING_STAGES = {"waiting for the device", "waiting for GPU memory", WAITING_FO
 MAX_WAIT_S = 3600.0
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float, kill: _Killer, res: WorkerResult,
+def _wait(proc: WorkerProcess, timeout_s: float, kill: _Killer, res: WorkerResult,
           reported: threading.Event | None = None) -> bool:
     """Wait for the worker to exit (True), or for its result where `reported` is given (False);
     past `timeout_s` (not counting its WAITING_STAGES), kill it and wait a grace period more."""
@@ -687,6 +739,14 @@ def _wait_for_order() -> Path | None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--zygote"]:  # the process workers are forked from (stitch_mcp.zygote)
+        from stitch_mcp.zygote import serve
+
+        _set_name(b"stitch-zygote")
+        try:
+            serve(int(argv[1]))
+        finally:
+            os._exit(0)
     _start_lifeline()
     spec_path = _wait_for_order() if argv == ["--spare"] else Path(argv[0])
     if spec_path is None:
@@ -798,7 +858,9 @@ def _selftest(spec: dict[str, Any]) -> dict[str, Any]:
         return {"cwd": os.getcwd(), "path0": sys.path[0], "stdin": sys.stdin.read(),
                 "probe": os.environ.get("STITCH_PROBE"), "torch_imported": "torch" in sys.modules,
                 "inductor_threads": inductor.compile_threads,
-                "rooms_started": len(getattr(sys.modules.get("stitch_mcp.judge_room"), "_spares", []))}
+                "rooms_started": len(getattr(sys.modules.get("stitch_mcp.judge_room"), "_spares", [])),
+                "open_files": [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                               if os.path.exists(f"/proc/self/fd/{fd}")]}
     return {}
 
 

@@ -72,17 +72,19 @@ def comm(pid: int) -> str:
 
 
 def idle_spare(pid: int) -> bool:
-    """A spare worker no stage was given yet (given one, stitch_mcp.worker renames itself)."""
-    return comm(pid) != "stitch-worker" and cmdline(pid).endswith("stitch_mcp.worker --spare")
+    """A spare worker no stage was given yet (given one, stitch_mcp.worker renames itself), or the
+    worker zygote spares are forked from (stitch_mcp.zygote: its command line ends the same)."""
+    line = cmdline(pid)
+    return comm(pid) != "stitch-worker" and " -m stitch_mcp.worker " in line and line.endswith(" --spare")
 
 
 def idle_spare_of(pid: int, owners: set[int]) -> bool:
-    """An idle spare worker started by one of `owners` or by a live server, or that spare's
-    lifeline watchdog (a fork of it)."""
+    """An idle spare worker started by one of `owners` or by a live server, that spare's lifeline
+    watchdog (a fork of it), or the zygote it was forked from."""
     if not idle_spare(pid):
         return False
     parent = parent_pid(pid)
-    if idle_spare(parent):  # the watchdog
+    while idle_spare(parent):  # the watchdog's spare, a spare's zygote
         parent = parent_pid(parent)
     return parent in owners or " -m stitch_mcp serve" in cmdline(parent)
 

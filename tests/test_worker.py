@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from faultkit import idle_spare_of
+from faultkit import comm, idle_spare_of
 from timeout_report import record_wait
 
 from stitch_mcp import worker
@@ -23,7 +23,8 @@ def idle_spares(expect: bool = True) -> list[int]:
     forked shows its parent's command line until it has exec'd)."""
     t0 = time.monotonic()
     while True:
-        found = [p for p in worker._descendants(os.getpid()) if idle_spare_of(p, {os.getpid()})]
+        found = [p for p in worker._descendants(os.getpid())
+                 if idle_spare_of(p, {os.getpid()}) and comm(p) != "stitch-zygote"]
         if bool(found) == expect or time.monotonic() > t0 + 5:
             record_wait(f"idle spares {'up' if expect else 'gone'}", 5, time.monotonic() - t0,
                         expired=bool(found) != expect)
