@@ -43,7 +43,7 @@ from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
 from stitch_mcp.events import WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
 from stitch_mcp.stage_results import StageResult, read_stage_result
-from stitch_mcp.zygote import ForkedProcess, Zygote
+from stitch_mcp.zygote import ForkedProcess, Zygote, set_name as _set_name
 
 log = logging.getLogger(__name__)
 
@@ -646,15 +646,6 @@ def _start_lifeline() -> None:
     os.close(fd)
 
 
-def _set_name(name: bytes) -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME: /proc/PID/comm
-    except (OSError, AttributeError):
-        pass
-
-
 def _cuda_driver_started() -> bool:
     """Whether cuInit has run in this process: before it, cuDeviceGetCount answers
     CUDA_ERROR_NOT_INITIALIZED (3). A driver library not even loaded has not started."""
@@ -744,7 +735,7 @@ def main(argv: list[str]) -> int:
 
         _set_name(b"stitch-zygote")
         try:
-            serve(int(argv[1]))
+            serve(int(argv[1]), lambda: main(["--spare"]))
         finally:
             os._exit(0)
     _start_lifeline()

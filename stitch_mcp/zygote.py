@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -226,6 +227,16 @@ class Zygote:
 # ---------------------------------------------------------------- the zygote's side
 
 
+def set_name(name: bytes) -> None:
+    """This process's name in /proc/PID/comm (what ps and the tools show)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name, 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def _preload() -> None:
     """What a worker would import before its order (stitch_mcp.worker._wait_for_order), and
     torch.compile's compiler for the baseline workers; none of it starts the CUDA driver or a thread
@@ -249,8 +260,9 @@ def _preload() -> None:
     warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks.*")
 
 
-def serve(sock_fd: int) -> None:
-    """The zygote's loop: fork a worker per request, report each one's exit, end with the server."""
+def serve(sock_fd: int, worker_main: Callable[[], int | None]) -> None:
+    """The zygote's loop: fork a worker per request (which runs `worker_main`, stitch_mcp.worker's
+    spare, waiting for its order), report each one's exit, end with the server."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to the server's terminal is the server's
     sock = socket.socket(fileno=sock_fd)
     t0 = time.monotonic()
@@ -275,10 +287,11 @@ def serve(sock_fd: int) -> None:
                 data, fds = b"", []
             if not data:  # the server is gone; its workers end through their own lifelines
                 os._exit(0)
-            sock.send(_spawn(data, fds, sock, workers).model_dump_json().encode())
+            sock.send(_spawn(data, fds, sock, workers, worker_main).model_dump_json().encode())
 
 
-def _spawn(data: bytes, fds: list[int], sock: socket.socket, workers: dict[int, int]) -> Spawned:
+def _spawn(data: bytes, fds: list[int], sock: socket.socket, workers: dict[int, int],
+           worker_main: Callable[[], int | None]) -> Spawned:
     try:
         request = SpawnRequest.model_validate_json(data)
         if len(request.fd_targets) != len(fds):
@@ -286,7 +299,7 @@ def _spawn(data: bytes, fds: list[int], sock: socket.socket, workers: dict[int, 
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _become_worker(request, fds, [sock.fileno(), *workers])
+            _become_worker(request, fds, [sock.fileno(), *workers], worker_main)
         workers[os.pidfd_open(pid)] = pid
         return Spawned(pid=pid)
     except Exception as exc:
@@ -296,7 +309,8 @@ def _spawn(data: bytes, fds: list[int], sock: socket.socket, workers: dict[int, 
             os.close(fd)
 
 
-def _become_worker(request: SpawnRequest, fds: list[int], zygote_fds: list[int]) -> None:
+def _become_worker(request: SpawnRequest, fds: list[int], zygote_fds: list[int],
+                   worker_main: Callable[[], int | None]) -> None:
     """In the forked child: become a fresh worker waiting for its order; never returns."""
     import fcntl
 
@@ -320,10 +334,8 @@ def _become_worker(request: SpawnRequest, fds: list[int], zygote_fds: list[int])
 
         random.seed()  # not the zygote's state, shared by every worker it forks
 
-        from stitch_mcp.worker import _set_name, main
-
-        _set_name(os.path.basename(sys.executable).encode()[:15])  # a fresh worker's name, not the zygote's
-        code = main(["--spare"]) or 0
+        set_name(os.path.basename(sys.executable).encode()[:15])  # a fresh worker's name, not the zygote's
+        code = worker_main() or 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:

@@ -15,7 +15,7 @@
 #
 # GPU run (carry [".gpu", ".whl"]; .whl from ../shared/device/wheelhouse.sh where mcp/pydantic are missing):
 #   tools/gpu/eval_lazy_gpu.sh eval
-# $OUT receives preflight.txt, lazy.jsonl, lazy.log, cpu_by_kind.txt (CPU seconds by kind of process),
+# $OUT receives preflight.txt, lazy.jsonl, lazy.log, eval.stderr.gz (the whole log), cpu_by_kind.txt (CPU seconds by kind of process),
 # host_load.txt (every 5 s: seconds, load averages, running/all tasks, GPU memory used MiB, GPU
 # utilisation %). Settings: EVAL_JOBS (12), EVAL_TIMEOUT_S (570: the
 # command limit is 10 minutes; rows finished by then are kept and counted), STITCH_DATA_DIR /
@@ -162,6 +162,7 @@ run_eval() {
   { echo "== stitch-mcp eval stdout"; cat "$OUT/eval.stdout"; echo "== stderr (tail)"; tail -c 6000 "$OUT/eval.stderr"
     echo "== summary (jobs $jobs)"; summary "$OUT/lazy.jsonl" "$wall" "$total" $(( after - before ))
     echo "== CPU by kind of process (tools/gpu/cpu_by_kind.py)"; cat "$OUT/cpu_by_kind.txt" 2>/dev/null; } > "$OUT/lazy.log" 2>&1
+  gzip -c "$OUT/eval.stderr" > "$OUT/eval.stderr.gz"  # whole: an internal error's traceback is in it
   rm -f "$OUT/eval.stdout" "$OUT/eval.stderr"
   [ -f "$OUT/lazy.jsonl" ] && cp "$OUT/lazy.jsonl" $G/last.jsonl
   sed -n '/== summary/,$p' "$OUT/lazy.log"
