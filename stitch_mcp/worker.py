@@ -214,8 +214,8 @@ def _forked(env: dict[str, str], keep: tuple[int, ...]) -> ForkedProcess | None:
         os.close(in_w)
         os.close(out_r)
         with _zygote_lock:
-            if _zygote is zygote:
-                _zygote, _zygotes_lost = None, _zygotes_lost + 1
+            if _zygote is zygote:  # an unfit zygote's successors would be unfit too
+                _zygote, _zygotes_lost = None, ZYGOTE_TRIES if zygote.unfit else _zygotes_lost + 1
         zygote.close()
         return None
     finally:

@@ -61,6 +61,7 @@ class Ready(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["ready"] = "ready"
     seconds: float  # the zygote's imports
+    unfit: str = ""  # why its forks would not be fresh workers (then the server starts them afresh)
 
 
 class Spawned(BaseModel):
@@ -142,6 +143,7 @@ class Zygote:
         self._children: dict[int, ForkedProcess] = {}
         self._early: dict[int, int] = {}  # exits seen before the server registered the worker
         self.alive = True
+        self.unfit = ""  # the zygote's own word that its forks would not be fresh workers
         threading.Thread(target=self._read, name="zygote-reader", daemon=True).start()
 
     def spawn(self, env: dict[str, str], fds: dict[int, int], stdin_w: int, stdout_r: int) -> ForkedProcess:
@@ -185,6 +187,10 @@ class Zygote:
                 break
             with self._reply:
                 if isinstance(msg, Ready):
+                    if msg.unfit:
+                        log.warning("worker zygote not used: %s", msg.unfit)
+                        self.unfit = msg.unfit
+                        break
                     log.info("worker zygote ready (imports took %.1f s)", msg.seconds)
                     self._ready.set()
                 elif isinstance(msg, Spawned):
@@ -258,6 +264,35 @@ def _preload() -> None:
     # torch's import starts one native thread; a fork keeps only the forking one, as torch's own
     # DataLoader workers do. Python 3.12 warns about forking with more than one: known and intended.
     warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks.*")
+    _shut_nvml()
+
+
+def _shut_nvml() -> None:
+    """NVML started by an import (torch.cuda.is_available() asks it, PYTORCH_NVML_BASED_CUDA_CHECK)
+    holds /dev/nvidia* open; forks sharing those descriptors with each other made torch.cuda see no
+    GPU in 2 of 56 checks on an H100 (they judged on the CPU). Shut it down: each worker starts its own."""
+    import ctypes
+
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return  # never loaded
+    for _ in range(64):  # once per nvmlInit that was not shut down
+        if nvml.nvmlShutdown() != 0:  # NVML_ERROR_UNINITIALIZED: done
+            break
+
+
+def gpu_descriptors() -> list[str]:
+    """The GPU device files this process holds open (a fork would share them)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/nvidia"):
+            found.append(target)
+    return found
 
 
 def serve(sock_fd: int, worker_main: Callable[[], int | None]) -> None:
@@ -270,7 +305,11 @@ def serve(sock_fd: int, worker_main: Callable[[], int | None]) -> None:
         _preload()
     except Exception as exc:  # workers started afresh report it
         print(f"worker zygote: preloading failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    sock.send(Ready(seconds=round(time.monotonic() - t0, 2)).model_dump_json().encode())
+    held = gpu_descriptors()
+    unfit = f"its imports left GPU device files open ({', '.join(sorted(set(held)))})" if held else ""
+    sock.send(Ready(seconds=round(time.monotonic() - t0, 2), unfit=unfit).model_dump_json().encode())
+    if unfit:
+        os._exit(0)
     workers: dict[int, int] = {}  # pidfd -> pid
     while True:
         ready, _, _ = select.select([sock.fileno(), *workers], [], [])

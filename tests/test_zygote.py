@@ -96,3 +96,14 @@ def test_the_zygote_ends_with_its_server(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.gpu
+def test_the_zygote_holds_no_gpu_device_file_its_forks_would_share(tmp_path, no_spares):
+    """NVML or CUDA opened in the zygote would be shared by every worker it forks (torch.cuda then saw
+    no GPU in some of them): its imports leave none open, and its workers see the GPU."""
+    r = selftest(tmp_path, "cuda_devices", "gpu", env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert r.ok and len(r.result["uuids"]) == 1, r.message
+    (zygote,) = _zygotes()
+    held = [os.readlink(f"/proc/{zygote}/fd/{fd}") for fd in os.listdir(f"/proc/{zygote}/fd")]
+    assert not [f for f in held if f.startswith("/dev/nvidia")], held
