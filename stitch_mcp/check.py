@@ -190,7 +190,7 @@ def compile_and_check(*, candidate: str, reference: str | None = None, task_id: 
                                                        source_line=_line(cand.source, line))]
             return _finish(report, ws, t_start, session)
 
-        baselines = _start_baselines(task, ws, settings, timing=timing, compare_compile=compare_compile)
+        baselines = _start_baselines(task, ws, settings, presence, timing=timing, compare_compile=compare_compile)
         needs_gpu = _build_step(report, task, cand, settings, progress)
         if report.verdict == "error":
             return _finish(report, ws, t_start, session)
@@ -250,12 +250,16 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     from stitch_mcp.gpu_memory import out_of_memory_beside_others
     from stitch_mcp.worker import run_worker
 
+    if baselines is None:  # alone when the check started: a check of the task may have started since
+        baselines = _start_baselines(task, ws, settings, presence, timing=timing, compare_compile=compare_compile)
     pending = baselines is not None and baselines.is_alive()  # before the cache is read: it may store meanwhile
+    quiet_mark = _task_activity.quiet_mark(presence)
     spec = run_spec(task.source, cand.source, Path(settings.build_dir).expanduser(), settings, trials=trials,
                     timing=timing, compare_compile=compare_compile, atol=atol, rtol=rtol,
                     baselines=_cached_baselines(ws, task.task_id, settings.timing_iters),
                     limits=_limits(settings.run_timeout_s, _cuda_possible()), tolerance=tolerance)
     spec["compile_baseline_pending"] = pending
+    spec["compile_in_judge"] = _compile_in_judge(spec, timing and compare_compile and not pending)
     # the roofline floor counts the reference's FLOPs where profile_reference measured them
     spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference", task_id=task.task_id))
     progress.update(1, 3, "running correctness, integrity and timing")
@@ -283,10 +287,40 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     if not res.ok or out.error:
         _error_from(report, res, stage="run", source=cand.source)
         return
+    if spec["compile_in_judge"] and not _task_activity.quiet_since(presence, quiet_mark) \
+            and _drop_judges_baselines(report, out):  # another check of the task ran beside its timing
+        baselines = _start_baselines(task, ws, settings, presence, timing=timing, compare_compile=compare_compile,
+                                     alone_ok=False)
     _store_baselines(ws, task.task_id, out, settings.timing_iters)
-    if spec["compile_baseline_pending"] and report.timing is not None:
+    if (spec["compile_baseline_pending"] or spec["compile_in_judge"]) and baselines is not None \
+            and report.timing is not None and report.timing.compiled is None:
         _compile_baseline(report, baselines, presence, ws, settings, progress)
     _verdict(report)
+
+
+def _compile_in_judge(spec: dict[str, Any], wanted: bool) -> bool:
+    """Whether the judge compiles torch.compile's baseline while its rooms load and times it after
+    they end (judge.timing.CompileAhead): on a GPU, where no baseline worker times it for the task
+    (`wanted`) and the task's cache does not settle it yet."""
+    from stitch_mcp.correctness import compile_baseline_known
+
+    return wanted and _cuda_possible() and not any(map(compile_baseline_known,
+                                                       (spec.get("baselines_by_device") or {}).values()))
+
+
+def _drop_judges_baselines(report: CheckReport, out: RunStageResult) -> bool:
+    """Neither cache nor use the baselines a judge timed while another check of its task ran (that
+    check's candidate could have slowed them down): torch.compile's comes from the baseline worker
+    instead. Whether there were any."""
+    if not isinstance(out.timing, RunTiming) or out.timing.clean_baselines is None:
+        return False
+    out.timing.clean_baselines = None
+    if report.timing is not None:
+        report.timing.compiled, report.timing.baselines_cached = None, False
+        report.timing.compile_note = "torch.compile's baseline is timed by a worker of its own: another check " \
+                                     "of the task ran while this one's judge timed it"
+    report.speedup_vs_compile = None
+    return True
 
 
 def _compile_baseline(report: CheckReport, baselines: threading.Thread, presence: _Presence, ws, settings,
@@ -748,6 +782,18 @@ class _TaskActivity:
         with self._lock:
             return self._running.get(presence.task_id, 0) > (0 if presence.gone else 1)
 
+    def quiet_mark(self, presence: _Presence) -> int | None:
+        """How many checks of the task have started, where none but `presence`'s runs now (else None):
+        quiet_since tells whether that is still so."""
+        with self._lock:
+            if self._running.get(presence.task_id, 0) > (0 if presence.gone else 1):
+                return None
+            return self._started.get(presence.task_id, 0)
+
+    def quiet_since(self, presence: _Presence, mark: int | None) -> bool:
+        """Whether no check of the task but `presence`'s ran from quiet_mark's `mark` to now."""
+        return mark is not None and self.quiet_mark(presence) == mark
+
     def watch(self, task_id: str, path: Path) -> None:
         """Keep `path` holding the task's "<running> <started>" from now until unwatch."""
         with self._lock:
@@ -777,12 +823,14 @@ BASELINE_RETRY_S = 600.0
 _baseline_runs_lock = threading.Lock()
 
 
-def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool) -> threading.Thread | None:
-    """Time the reference (eager and torch.compile) on a GPU in a worker of its own, started with
-    the check, where the task's cache does not settle torch.compile yet; one such worker per task at
-    a time (a check that finds one running waits for that one). Returns its thread, or None where
-    none is needed, or where one failed for the task in the last BASELINE_RETRY_S (its judges
-    time it then)."""
+def _start_baselines(task, ws, settings, presence: _Presence, *, timing: bool, compare_compile: bool,
+                     alone_ok: bool = True) -> threading.Thread | None:
+    """Time the reference (eager and torch.compile) on a GPU in a worker of its own where the task's
+    cache does not settle torch.compile yet and another check of the task runs (`alone_ok`: a check
+    alone on its task leaves it to its judge, which compiles while its rooms load: _compile_in_judge);
+    one such worker per task at a time (a check that finds one running waits for that one). Returns
+    its thread, or None where none is needed, or where one failed for the task in the last
+    BASELINE_RETRY_S (its judges time it then)."""
     from stitch_mcp.correctness import compile_baseline_known
 
     if not (timing and compare_compile and _cuda_possible()):
@@ -793,6 +841,8 @@ def _start_baselines(task, ws, settings, *, timing: bool, compare_compile: bool)
             return running
         if time.monotonic() - _baseline_failed.get(task.task_id, -BASELINE_RETRY_S) < BASELINE_RETRY_S or \
                 any(map(compile_baseline_known, _cached_baselines(ws, task.task_id, settings.timing_iters).values())):
+            return None
+        if alone_ok and not _task_activity.others_running(presence):
             return None
         thread = _time_baselines(task.source, task.task_id, compare_compile)
         _baseline_runs[task.task_id] = thread

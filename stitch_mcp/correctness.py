@@ -222,19 +222,40 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
     compare_compile = bool(spec.get("compare_compile"))
     if compare_compile:
         _import_compiler()
-    with _memory_held(spec, torch, ref_mod, init_args, device):
-        ref_model = build_model(ref_mod.Model, init_args, device)  # training mode, as in the run stage
-        compiled = None
-        if compare_compile:
-            stage("compiling", what="torch.compile")
-            inputs = TimingInputs(ref_mod, device, spec["timing_seeds"])
-            compiled = compile_reference(ref_model, inputs.buf, device, raise_oom=True)
-            inputs = None  # made again to be timed
-        free_cuda_cache()
+        ref_model, compiled = compile_beside(spec, torch, ref_mod, init_args, device, stage, raise_oom=True)
+    else:
+        with _memory_held(spec, torch, ref_mod, init_args, device):
+            ref_model, compiled = build_model(ref_mod.Model, init_args, device), None  # training mode, as the run stage's
+            free_cuda_cache()
     # the weights (and the compiled model) stay on the card, outside any share, until it is timed
     base = _time_quietly(spec, torch, ref_mod, init_args, device, ref_model, compiled)
     return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "timing": {**base, "baselines_cached": False}}
+
+
+def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, stage,
+                   raise_oom: bool = False) -> tuple[Any, Compiled]:
+    """The reference built (training mode, as the run stage's) and compiled by torch.compile's first
+    call on one set of its inputs, beside other checks: on a GPU with the share of memory that
+    takes (gpu_memory.compile_need) and not the device. Its seconds of CPU hold nothing larger.
+    The weights and the compiled model stay on the card afterwards, outside any share, until they
+    are timed. Errors other than compiling's (the reference's own) raise."""
+    from stitch_mcp.gpu_memory import compile_need
+    from stitch_mcp.loader import build_model, make_inputs
+
+    with _memory_held(spec, torch, ref_mod, init_args, device, compile_need):
+        ref_model = build_model(ref_mod.Model, init_args, device)
+        stage("compiling", what="torch.compile")
+        first = make_inputs(ref_mod, device, spec["timing_seeds"][0])
+        buffers = {name: b.clone() for name, b in ref_model.named_buffers()}  # e.g. BatchNorm's running stats
+        compiled = compile_reference(ref_model, first, device, raise_oom)
+        with torch.no_grad():  # the model as built: its first call was compiling's, not the check's
+            for name, b in ref_model.named_buffers():
+                if name in buffers:
+                    b.copy_(buffers[name])
+        first = buffers = None
+        free_cuda_cache()
+    return ref_model, compiled
 
 
 QUIET_TRIES = 20
@@ -303,16 +324,17 @@ def _import_compiler() -> None:
 
 
 @contextlib.contextmanager
-def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str):
-    """On a GPU: the reference's share of the card's memory (stitch_mcp.gpu_memory), from before its
-    first allocation; the device (_device_held) is taken inside it, as the judge takes them."""
+def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, need_of=None):
+    """On a GPU: the reference's share of the card's memory (stitch_mcp.gpu_memory; `need_of`, by
+    default baseline_need, says how much), from before its first allocation; the device
+    (_device_held) is taken inside it, as the judge takes them."""
     if device != "cuda":
         yield
         return
     from stitch_mcp.events import stage
     from stitch_mcp.gpu_memory import baseline_need, held
 
-    need = None if spec.get("whole_card") else baseline_need(torch, ref_mod, init_args)
+    need = None if spec.get("whole_card") else (need_of or baseline_need)(torch, ref_mod, init_args)
     with held(spec.get("lease_gpu"), need, stage):
         yield
 

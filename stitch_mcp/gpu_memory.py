@@ -60,6 +60,19 @@ def baseline_need(torch, ref_mod: Any, init_args: list[Any]) -> int | None:
     return _need(torch, ref_mod, init_args, BASELINE_COPIES, BASELINE_OVERHEAD_BYTES)
 
 
+# What compiling torch.compile's baseline holds (correctness.compile_beside, in a judge before its
+# check's share or in the baseline worker): one set of inputs, the first call's output and the
+# forward's intermediates (twice each: inductor's code is not the eager forward the meta device
+# measured), the weights, one CUDA context. A level-1 task's compile fits beside another level-1
+# task's check on an 80 GB card.
+COMPILE_COPIES = {"inputs": 1, "outputs": 2, "weights": 1, "intermediates": 2}
+
+
+def compile_need(torch, ref_mod: Any, init_args: list[Any]) -> int | None:
+    """Bytes compiling torch.compile's baseline holds on the GPU at most; None as for estimate_need."""
+    return _need(torch, ref_mod, init_args, COMPILE_COPIES, BASELINE_OVERHEAD_BYTES)
+
+
 def _need(torch, ref_mod: Any, init_args: list[Any], copies: dict[str, int], overhead: int) -> int | None:
     sizes = _meta_sizes(torch, ref_mod, init_args)
     return None if sizes is None else sum(copies[kind] * n for kind, n in sizes.items()) + overhead

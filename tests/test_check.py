@@ -320,6 +320,28 @@ def test_baselines_are_timed_in_a_worker_of_their_own_once_no_check_of_the_task_
     assert stored(busy)["cpu"]["eager"]["median_ms"] > 0
 
 
+def test_a_judges_baselines_count_only_where_no_other_check_of_the_task_ran():
+    """A check alone on its task lets its judge compile and time torch.compile's baseline; what the
+    judge timed is cached and used only where no other check of the task ran from the run stage's
+    start to its end (check._TaskActivity's quiet marks), another's candidate could have slowed it."""
+    from stitch_mcp.check import _TaskActivity
+
+    activity = _TaskActivity()
+    mine = activity.enter("t")
+    mark = activity.quiet_mark(mine)
+    assert mark is not None and activity.quiet_since(mine, mark)
+    other = activity.enter("t")  # starts and ends while the judge times: not quiet any more
+    other.leave_after([])
+    assert not activity.quiet_since(mine, mark)
+    assert activity.quiet_mark(mine) is not None  # alone again: a later run stage may time them
+    busy = activity.enter("t")
+    assert activity.quiet_mark(mine) is None and not activity.quiet_since(mine, None)
+    busy.leave_after([])
+    elsewhere = activity.enter("another task")  # other tasks' checks do not count
+    assert activity.quiet_since(mine, activity.quiet_mark(mine))
+    elsewhere.leave_after([])
+
+
 # ------------------------------------------------------------------ build failures
 
 

@@ -52,7 +52,9 @@ def test_honest_cuda_candidate_passes(honest):
     assert r.timing.floor_ms and 0 < r.timing.floor_fraction <= 1.2
     assert {"timing_bracket", "physical_floor"} <= set(r.integrity.checks_run)
     assert r.isolation
-    assert r.timing.baselines_cached  # timed by their own worker while the candidate built
+    # alone on its task: its judge compiled torch.compile's baseline before its share, timed it after its rooms
+    assert r.timing.compiled and r.speedup_vs_compile and not r.timing.baselines_cached, r.timing.compile_note
+    assert "compile_ahead" in r.stage_seconds
     assert r.build.extensions[0].kernel_header == "ATen per-operator"
     print(f"\ncold check {cold_s:.1f} s: {r.stage_seconds}; {r.summary}")
 
@@ -127,3 +129,31 @@ def test_kernel_file_needing_the_real_header_climbs_and_passes():
     r = check("cand_cuda_full_header")
     assert r.verdict == "pass", r.summary
     assert r.build.extensions[0].kernel_header == "torch/extension.h"
+
+
+def test_a_judges_baselines_are_dropped_when_another_check_of_the_task_ran_beside_it():
+    """A check alone on its task compiles and times torch.compile's baseline in its judge; another
+    check of the task starting during its run stage (here a stand-in that enters and leaves) could
+    have slowed that timing down, so torch.compile's time comes from the baseline worker instead."""
+    from stitch_mcp import check as check_mod
+    from stitch_mcp.jobs import Progress
+    from stitch_mcp.sources import resolve_task
+
+    reference = Path(REF).read_text() + f"\n# a task of its own: {uuid.uuid4().hex}\n"
+    task = resolve_task(reference, None)
+
+    class OtherCheckDuringRun(Progress):
+        entered = False
+
+        def update(self, done, total=None, message=""):
+            super().update(done, total, message)
+            if message.startswith("running correctness") and not self.entered:
+                self.entered = True
+                check_mod._task_activity.enter(task.task_id).leave_after([])
+
+    progress = OtherCheckDuringRun()
+    r = compile_and_check(reference=reference, candidate=HONEST, timing=True, compare_compile=True,
+                          progress=progress)
+    assert progress.entered and r.verdict == "pass", r.summary
+    assert "compile_ahead" in r.stage_seconds  # its judge compiled and timed it ...
+    assert r.timing.baselines_cached and r.timing.compiled, r.timing.compile_note  # ... the worker's is used

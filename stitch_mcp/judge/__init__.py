@@ -87,7 +87,7 @@ def run_stage(spec: dict[str, Any], report: Callable[[dict[str, Any]], None] | N
             lap("rooms_start")
             p = prepare(spec, res, hold, rooms)
             lap("prepare")
-            _extend_deadlines(rooms, res["stage_seconds"].get("memory_wait", 0.0))
+            _extend_deadlines(rooms, sum(res["stage_seconds"].get(k, 0.0) for k in ("compile_ahead", "memory_wait")))
             _judge(spec, res, p, rooms, stage, report)
         except StageError as exc:
             res["error"] = {"kind": exc.kind, "message": exc.message, **exc.extra}

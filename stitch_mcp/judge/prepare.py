@@ -44,6 +44,7 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
+    compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
 
     @property
     def out_bytes(self) -> int:
@@ -66,7 +67,9 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     device = "cuda" if torch.cuda.is_available() else "cpu"  # through NVML: CUDA has not started yet
     ref_mod = _reference(spec)
     init_args = _init_args(ref_mod)
+    ahead = None
     if device == "cuda":
+        ahead = _compile_ahead(torch, spec, res, ref_mod, init_args)
         _hold_memory(torch, spec, res, hold, ref_mod, init_args)
     # on the meta device (warm in a spare worker; on the CPU path its first use would cost more than it saves)
     counted = _input_count(torch, ref_mod) if device == "cuda" else None
@@ -78,7 +81,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     res["stage_seconds"]["judge_cuda_init"] = round(time.monotonic() - t0, 4)
     try:
         first = make_inputs(ref_mod, device, spec["plan"][0][0])
-        ref_model = build_model(ref_mod.Model, init_args, device)
+        ref_model = ahead[0] if ahead else build_model(ref_mod.Model, init_args, device)
     except BaseException as exc:
         _raise_out_of_memory(exc)
         raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
@@ -102,7 +105,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     finite = all(bool(torch.isfinite(o).all()) for o in flat
                  if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
     p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite, Arena(device),
-                 ref_writes_inputs=writes_inputs)
+                 ref_writes_inputs=writes_inputs, compiled_ahead=ahead[1] if ahead else None)
     p.inputs = p.arena.layout(integ.flatten(first))
     p.outputs = p.arena.layout(flat)
     return p
@@ -133,6 +136,35 @@ def _hold_memory(torch, spec: dict[str, Any], res: dict[str, Any], hold: context
     res["stage_seconds"]["memory_estimate"] = round(time.monotonic() - t0, 4)
     res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
     res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
+
+
+def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, init_args: list[Any]):
+    """Where this judge times torch.compile's baseline (check.py's `compile_in_judge`): the reference
+    built and compiled now, before the check's share of memory, holding only what compiling takes
+    and not the device (correctness.compile_beside); (model, Compiled), else None. It is timed
+    after the candidate's rooms have ended (judge.timing.baselines). Out of memory beside other
+    checks (their use is estimated too), it is left to the timing, within the check's own share."""
+    from stitch_mcp.correctness import compile_beside, free_cuda_cache
+    from stitch_mcp.events import stage
+    from stitch_mcp.gpu_memory import out_of_memory
+
+    if not spec.get("compile_in_judge"):
+        return None
+    t0 = time.monotonic()
+    try:
+        ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage)
+    except BaseException as exc:
+        if not out_of_memory(f"{type(exc).__name__} {exc}"):
+            raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
+                                                f"{type(exc).__name__}: {exc}") from None
+        ahead = None
+    res["stage_seconds"]["compile_ahead"] = round(time.monotonic() - t0, 4)
+    if ahead is None or (ahead[1].model is None and out_of_memory(ahead[1].note)):
+        free_cuda_cache()
+        res["notes"].append("torch.compile's baseline ran out of GPU memory while compiling beside other checks: "
+                            "compiled within this check's own share instead")
+        return None
+    return ahead
 
 
 def _input_count(torch, ref_mod) -> int | None:

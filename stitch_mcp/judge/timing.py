@@ -543,7 +543,8 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
             return
         stage("timing", what="torch.compile")
         inputs = TimingInputs(p.ref_mod, p.device, spec["timing_seeds"])
-        base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), True, stage)
+        base = measure_baselines(p.ref_model, inputs, bench_options(spec, p.device, inputs), True, stage,
+                                 p.compiled_ahead)
         timing["clean_baselines"] = base  # check.py caches these for the task
     timing["baselines_cached"] = "clean_baselines" not in timing
     timing["compiled"], timing["compile_note"] = base.get("compiled"), base.get("compile_note", "")
