@@ -259,7 +259,8 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
                     baselines=_cached_baselines(ws, task.task_id, settings.timing_iters),
                     limits=_limits(settings.run_timeout_s, _cuda_possible()), tolerance=tolerance)
     spec["compile_baseline_pending"] = pending
-    spec["compile_in_judge"] = _compile_in_judge(spec, timing and compare_compile and not pending)
+    spec["compile_in_judge"] = _compile_in_judge(spec, timing and compare_compile and not pending
+                                                 and quiet_mark is not None)
     # the roofline floor counts the reference's FLOPs where profile_reference measured them
     spec["flops"], spec["flops_dtype"] = reference_flops(ws.latest_report("profile_reference", task_id=task.task_id))
     progress.update(1, 3, "running correctness, integrity and timing")
@@ -274,6 +275,14 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     res = run_worker("run", spec, workdir=workroot / "run", timeout_s=settings.run_timeout_s,
                      on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu), until_result=True)
     exits = [res.exited]
+    if spec["compile_in_judge"] and _compile_crashed(res):
+        log.warning("torch.compile crashed compiling the reference of task %s: judging without it", task.task_id)
+        report.notes.append(f"torch.compile's baseline: compiling the reference crashed its judge "
+                            f"({res.kind or _run_result(res).error.kind}); judged again without it, not timed")
+        spec.update(compile_in_judge=False, compare_compile=False)
+        res = run_worker("run", spec, workdir=workroot / "run-without-compile", timeout_s=settings.run_timeout_s,
+                         on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu), until_result=True)
+        exits.append(res.exited)
     if out_of_memory_beside_others(_run_result(res), f"{res.kind} {res.message}"):
         progress.update(1, 3, "out of GPU memory beside other checks: judged again with the card to itself")
         report.stage_seconds["run_beside_others"] = round(res.seconds, 3)
@@ -287,7 +296,7 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     if not res.ok or out.error:
         _error_from(report, res, stage="run", source=cand.source)
         return
-    if spec["compile_in_judge"] and not _task_activity.quiet_since(presence, quiet_mark) \
+    if _cuda_possible() and not _task_activity.quiet_since(presence, quiet_mark) \
             and _drop_judges_baselines(report, out):  # another check of the task ran beside its timing
         baselines = _start_baselines(task, ws, settings, presence, timing=timing, compare_compile=compare_compile,
                                      alone_ok=False)
@@ -296,6 +305,16 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
             and report.timing is not None and report.timing.compiled is None:
         _compile_baseline(report, baselines, presence, ws, settings, progress)
     _verdict(report)
+
+
+def _compile_crashed(res) -> bool:
+    """Whether the run stage ended while its judge compiled torch.compile's baseline (a compiler crash,
+    or a CUDA context it broke): nothing of the candidate had run yet."""
+    from stitch_mcp.events import COMPILING_BASELINE
+
+    error = _run_result(res).error
+    return (not res.ok and res.stage == COMPILING_BASELINE) or (error is not None
+                                                                 and error.kind == "compile_baseline_crashed")
 
 
 def _compile_in_judge(spec: dict[str, Any], wanted: bool) -> bool:

@@ -197,6 +197,8 @@ def _compile_failure(exc: Exception, raise_oom: bool, doing: str) -> str:
         if raise_oom:
             raise exc
         return f"torch.compile's baseline ran out of GPU memory while {doing}: not timed"
+    if "cuda error" in str(exc).lower():  # the device's or the context's failure, not the compiler's: not cached
+        return f"torch.compile's baseline met a CUDA error while {doing}: not timed ({str(exc)[:300]})"
     failed = "torch.compile failed" if doing == "compiling" else f"torch.compile's baseline failed while {doing}"
     return f"{failed}: {type(exc).__name__}: {str(exc)[:300]}"
 
@@ -233,6 +235,10 @@ def baseline_stage(spec: dict[str, Any]) -> dict[str, Any]:
             "timing": {**base, "baselines_cached": False}}
 
 
+class CompileCrashed(Exception):
+    """Compiling the reference left this process unable to go on (a CUDA error in its context)."""
+
+
 def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, stage,
                    raise_oom: bool = False) -> tuple[Any, Compiled]:
     """The reference built (training mode, as the run stage's) and compiled by torch.compile's first
@@ -240,15 +246,23 @@ def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], d
     takes (gpu_memory.compile_need) and not the device. Its seconds of CPU hold nothing larger.
     The weights and the compiled model stay on the card afterwards, outside any share, until they
     are timed. Errors other than compiling's (the reference's own) raise."""
+    from stitch_mcp.events import COMPILING_BASELINE
     from stitch_mcp.gpu_memory import compile_need
     from stitch_mcp.loader import build_model, make_inputs
 
     with _memory_held(spec, torch, ref_mod, init_args, device, compile_need):
         ref_model = build_model(ref_mod.Model, init_args, device)
-        stage("compiling", what="torch.compile")
         first = make_inputs(ref_mod, device, spec["timing_seeds"][0])
         buffers = {name: b.clone() for name, b in ref_model.named_buffers()}  # e.g. BatchNorm's running stats
+        stage(COMPILING_BASELINE)
         compiled = compile_reference(ref_model, first, device, raise_oom)
+        if compiled.model is None and device == "cuda":
+            try:  # a CUDA error while compiling leaves the context broken for what follows
+                torch.cuda.synchronize()
+            except Exception as exc:
+                raise CompileCrashed(f"torch.compile's baseline broke the CUDA context while compiling: "
+                                     f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        stage("compiled")
         with torch.no_grad():  # the model as built: its first call was compiling's, not the check's
             for name, b in ref_model.named_buffers():
                 if name in buffers:

@@ -35,3 +35,8 @@ def stage(name: str, **data: Any) -> None:
 # (correctness.baseline_stage): waiting, like the device and GPU memory, does not count against
 # the worker's time limit (worker.WAITING_STAGES).
 WAITING_FOR_CANDIDATES = "waiting for the task's candidates to end"
+
+# A worker stage compiling torch.compile's baseline (correctness.compile_beside): our code on the
+# reference, before any candidate code runs; like waiting, it does not count against the worker's
+# time limit (a reference that compiles for minutes must not time a correct candidate out).
+COMPILING_BASELINE = "compiling torch.compile's baseline"

@@ -41,7 +41,7 @@ from typing import Any
 
 from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
-from stitch_mcp.events import WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
+from stitch_mcp.events import COMPILING_BASELINE, WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
 from stitch_mcp.stage_results import StageResult, read_stage_result
 from stitch_mcp.zygote import ForkedProcess, Zygote, set_name as _set_name
 
@@ -203,7 +203,9 @@ def _forked(env: dict[str, str], keep: tuple[int, ...]) -> ForkedProcess | None:
         return None
     with _zygote_lock:
         if _zygote is None or not _zygote.alive:
-            _zygote = Zygote(worker_env(), str(PACKAGE_ROOT))
+            # its forks' /proc/PID/environ is the zygote's: the token marks them as ours (devices.py)
+            _zygote = Zygote(worker_env({"STITCH_WORKER_TOKEN": f"zygote-{os.getpid()}-{uuid.uuid4().hex}"}),
+                             str(PACKAGE_ROOT))
         zygote = _zygote
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -439,7 +441,7 @@ def _record_event(ev: dict[str, Any], res: WorkerResult, stage_name: str) -> Non
 
 # Stages in which the worker only waits for others' checks to finish: they do not count against its
 # time limit (with twelve checks at once a wait for the device passed 120 s), up to MAX_WAIT_S.
-WAITING_STAGES = {"waiting for the device", "waiting for GPU memory", WAITING_FOR_CANDIDATES}
+WAITING_STAGES = {"waiting for the device", "waiting for GPU memory", WAITING_FOR_CANDIDATES, COMPILING_BASELINE}
 MAX_WAIT_S = 3600.0
 
 

@@ -144,15 +144,17 @@ def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, in
     and not the device (correctness.compile_beside); (model, Compiled), else None. It is timed
     after the candidate's rooms have ended (judge.timing.baselines). Out of memory beside other
     checks (their use is estimated too), it is left to the timing, within the check's own share."""
-    from stitch_mcp.correctness import compile_beside, free_cuda_cache
+    from stitch_mcp.correctness import CompileCrashed, compile_beside, free_cuda_cache
     from stitch_mcp.events import stage
-    from stitch_mcp.gpu_memory import out_of_memory
+    from stitch_mcp.gpu_memory import compile_need, out_of_memory
 
-    if not spec.get("compile_in_judge"):
-        return None
+    if not spec.get("compile_in_judge") or spec.get("whole_card") or compile_need(torch, ref_mod, init_args) is None:
+        return None  # not for a check judged again with the whole card, nor one whose need is not known
     t0 = time.monotonic()
     try:
         ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage)
+    except CompileCrashed as exc:  # check.py judges the candidate again without it
+        raise StageError("compile_baseline_crashed", str(exc)) from None
     except BaseException as exc:
         if not out_of_memory(f"{type(exc).__name__} {exc}"):
             raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
@@ -252,8 +254,15 @@ def restore_weights(p: Prepared, room: RoomClient) -> None:
     if p.perturbed:
         from stitch_mcp.loader import build_model
 
-        p.ref_model = None  # freed before the new one is made
-        p.ref_model = build_model(p.ref_mod.Model, p.init_args, p.device)
+        compiled = p.compiled_ahead.model if p.compiled_ahead is not None else None
+        if getattr(compiled, "_orig_mod", None) is p.ref_model:  # torch.compile's wraps this very model
+            fresh = build_model(p.ref_mod.Model, p.init_args, p.device)
+            with p.torch.no_grad():
+                p.ref_model.load_state_dict(fresh.state_dict())  # in place: both are timed on the task's weights
+            fresh = None
+        else:
+            p.ref_model = None  # freed before the new one is made
+            p.ref_model = build_model(p.ref_mod.Model, p.init_args, p.device)
         p.perturbed = False
         share_state(p, room)
 
