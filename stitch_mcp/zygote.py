@@ -25,6 +25,7 @@ the next); a worker whose status went with it is waited for through a pidfd, its
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import select
@@ -265,6 +266,10 @@ def _preload() -> None:
     # DataLoader workers do. Python 3.12 warns about forking with more than one: known and intended.
     warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks.*")
     _shut_nvml()
+    # What the imports made stays for the life of every fork: out of the collector's sight, a
+    # worker's collections (some during timing) scan only what it made itself, and its pages stay shared.
+    gc.collect()
+    gc.freeze()
 
 
 def _shut_nvml() -> None:

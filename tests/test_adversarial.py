@@ -159,7 +159,7 @@ def kill_daemons(pids: list[int]) -> None:
 
 def workers_left() -> list[int]:
     """Worker and room processes this test process started that are still alive (idle spares aside)."""
-    from faultkit import idle_spare_of
+    from faultkit import comm, idle_spare_of
 
     from stitch_mcp.worker import _descendants
 
@@ -173,7 +173,7 @@ def workers_left() -> list[int]:
     except ImportError:
         pass
     for pid in _descendants(os.getpid()):  # an idle spare worker's own two rooms wait with it
-        if idle_spare_of(pid, {os.getpid()}):
+        if idle_spare_of(pid, {os.getpid()}) and comm(pid) != "stitch-zygote":  # not every worker forked
             spare_rooms |= set(_descendants(pid))
     left = []
     for pid in _descendants(os.getpid()):
