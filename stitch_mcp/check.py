@@ -243,8 +243,9 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
               baselines: threading.Thread | None, presence: _Presence, *, trials: int, timing: bool,
               compare_compile: bool, atol: float | None, rtol: float | None, tolerance: str) -> None:
     """The run stage: the judge (a trusted worker) with the candidate's rooms, on a GPU chosen now
-    and leased by the judge for its trials and timing; then torch.compile's baseline from the
-    baseline worker (`baselines`) where the judge left it to that worker."""
+    and leased by the judge for its trials and timing. torch.compile's baseline: the judge's own
+    where the check is alone on its task (`compile_in_judge`, kept only if it stayed alone), else
+    the baseline worker's (`baselines`)."""
     from stitch_mcp.ceilings import reference_flops
     from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.gpu_memory import out_of_memory_beside_others

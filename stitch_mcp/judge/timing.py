@@ -521,7 +521,8 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
     was ended where that is lower (slowing the reference's room down gains the candidate nothing);
     `alone` is None where the interleaved time agrees with the task's clean one (eager_agrees).
     torch.compile: cached per task by check.py; where it is not, timed by the baseline worker
-    check.py started (`compile_baseline_pending`), else here, after the rooms are gone."""
+    check.py started (`compile_baseline_pending`), else here, after the rooms are gone (compiled
+    before the check's memory share where check.py asked for `compile_in_judge`: prepare._compile_ahead)."""
     timing = res["timing"]
     if alone is not None:
         alone_stats = _stats(alone.room_ms)
