@@ -9,9 +9,10 @@ judges waited 8 s on average, 34 s at the start, for theirs). A fork of a proces
 it all costs milliseconds and shares its pages.
 
 What is forked is a fresh worker as `python -m stitch_mcp.worker --spare` would be once its imports
-are done: its own session, the pipes and environment the server gives it, nothing of the zygote's
-open files, the CUDA driver not started (the zygote never starts it, so a worker still reads its own
-CUDA_VISIBLE_DEVICES). No candidate code ever runs in the zygote or before a worker's order; the
+are done: its own session, the pipes and environment the server gives it, not the zygote's socket
+or its other workers' pidfds (what the imports opened stays: the libraries use it), no GPU device
+file open and the CUDA driver not started (the zygote shuts NVML down and never starts CUDA, so a
+worker still reads its own CUDA_VISIBLE_DEVICES), the imports' objects frozen out of its collector. No candidate code ever runs in the zygote or before a worker's order; the
 candidate runs in rooms a worker starts (stitch_mcp.room). The zygote's socket reaches only the
 server: every worker closes it first.
 
@@ -171,6 +172,9 @@ class Zygote:
                 self._children[proc.pid] = proc
                 if proc.pid in self._early:
                     proc.set_exited(self._early.pop(proc.pid))
+                lost = not self.alive  # gone between its answer and now: _lost did not see this one
+            if lost:
+                proc.wait_lost()
             return proc
 
     def _read(self) -> None:
