@@ -319,9 +319,9 @@ def _compile_crashed(res) -> bool:
 
 
 def _compile_in_judge(spec: dict[str, Any], wanted: bool) -> bool:
-    """Whether the judge compiles torch.compile's baseline while its rooms load and times it after
-    they end (judge.timing.CompileAhead): on a GPU, where no baseline worker times it for the task
-    (`wanted`) and the task's cache does not settle it yet."""
+    """Whether the judge compiles torch.compile's baseline before its check's memory share and times
+    it after the candidate's rooms end (judge.prepare._compile_ahead): on a GPU, where no baseline
+    worker times it for the task (`wanted`) and the task's cache does not settle it yet."""
     from stitch_mcp.correctness import compile_baseline_known
 
     return wanted and _cuda_possible() and not any(map(compile_baseline_known,
@@ -847,7 +847,7 @@ def _start_baselines(task, ws, settings, presence: _Presence, *, timing: bool, c
                      alone_ok: bool = True) -> threading.Thread | None:
     """Time the reference (eager and torch.compile) on a GPU in a worker of its own where the task's
     cache does not settle torch.compile yet and another check of the task runs (`alone_ok`: a check
-    alone on its task leaves it to its judge, which compiles while its rooms load: _compile_in_judge);
+    alone on its task leaves it to its judge: _compile_in_judge);
     one such worker per task at a time (a check that finds one running waits for that one). Returns
     its thread, or None where none is needed, or where one failed for the task in the last
     BASELINE_RETRY_S (its judges time it then)."""

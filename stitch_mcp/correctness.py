@@ -240,17 +240,18 @@ class CompileCrashed(Exception):
 
 
 def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, stage,
-                   raise_oom: bool = False) -> tuple[Any, Compiled]:
+                   raise_oom: bool = False, need_of=None) -> tuple[Any, Compiled]:
     """The reference built (training mode, as the run stage's) and compiled by torch.compile's first
     call on one set of its inputs, beside other checks: on a GPU with the share of memory that
     takes (gpu_memory.compile_need) and not the device. Its seconds of CPU hold nothing larger.
     The weights and the compiled model stay on the card afterwards, outside any share, until they
-    are timed. Errors other than compiling's (the reference's own) raise."""
+    are timed. Errors other than compiling's (the reference's own) raise. `need_of`: as _memory_held's
+    (default gpu_memory.compile_need), for a caller that has the need already."""
     from stitch_mcp.events import COMPILING_BASELINE
     from stitch_mcp.gpu_memory import compile_need
     from stitch_mcp.loader import build_model, make_inputs
 
-    with _memory_held(spec, torch, ref_mod, init_args, device, compile_need):
+    with _memory_held(spec, torch, ref_mod, init_args, device, need_of or compile_need):
         ref_model = build_model(ref_mod.Model, init_args, device)
         first = make_inputs(ref_mod, device, spec["timing_seeds"][0])
         buffers = {name: b.clone() for name, b in ref_model.named_buffers()}  # e.g. BatchNorm's running stats

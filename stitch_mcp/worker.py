@@ -43,7 +43,7 @@ from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
 from stitch_mcp.events import COMPILING_BASELINE, WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
 from stitch_mcp.stage_results import StageResult, read_stage_result
-from stitch_mcp.zygote import ForkedProcess, Zygote, set_name as _set_name
+from stitch_mcp.zygote import ForkedProcess, Zygote, import_worker_modules, set_name as _set_name
 
 log = logging.getLogger(__name__)
 
@@ -175,10 +175,11 @@ def _start(rooms: bool = True) -> _Started:
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
               "STITCH_SPARE_ROOMS": _room_parent() if rooms else ""}
-    proc = _forked(worker_env(fd_env), (w_fd, life_r)) or subprocess.Popen(
+    env = worker_env(fd_env)
+    proc = _forked(env, (w_fd, life_r)) or subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(w_fd, life_r),
-        env=worker_env(fd_env), close_fds=True)
+        env=env, close_fds=True)
     os.close(w_fd)
     os.close(life_r)
     return _Started(proc, r_fd, life_w, token, fd_env)
@@ -677,12 +678,10 @@ def _prestart_rooms() -> None:
         log.exception("starting spare rooms failed")
 
 
-def _warm_up(torch) -> None:
-    """What a run stage's first steps would otherwise pay for, done while the spare waits; neither
-    starts the CUDA driver. The meta device's first operation imports its registrations (4.2-4.8 s
-    of an already-built check on an H100 host, in gpu_memory.estimate_need); NVML, which
+def _warm_up() -> None:
+    """What a run stage's first steps would otherwise pay for, done while the spare waits, beside
+    the imports (zygote.import_worker_modules); it does not start the CUDA driver. NVML, which
     torch.cuda.is_available() asks (PYTORCH_NVML_BASED_CUDA_CHECK), loads and starts (0.3 s)."""
-    torch.empty(1, device="meta").relu()
     try:
         import pynvml
 
@@ -696,12 +695,8 @@ def _wait_for_order() -> Path | None:
     working directory and the whole environment. None: the parent went away first."""
     _prestart_rooms()  # their Python and torch start beside ours
     try:
-        import torch
-        import torch.utils.cpp_extension  # noqa: F401
-
-        import stitch_mcp.judge  # noqa: F401
-
-        _warm_up(torch)
+        import_worker_modules()  # at once in a fork of the zygote, which imported them already
+        _warm_up()
     except Exception:  # the stage reports it again, where it can be classified
         pass
     line = sys.stdin.buffer.readline()

@@ -248,18 +248,27 @@ def set_name(name: bytes) -> None:
         pass
 
 
-def _preload() -> None:
-    """What a worker would import before its order (stitch_mcp.worker._wait_for_order), and
-    torch.compile's compiler for the baseline workers; none of it starts the CUDA driver or a thread
-    pool. NVML, which the workers' warm-up starts, is left to each worker."""
-    import warnings
-
+def import_worker_modules():
+    """What every worker stage needs, imported: by a fresh worker before its order
+    (stitch_mcp.worker._wait_for_order), by the zygote once for all its forks. Also the meta device's
+    first operation, which imports its registrations (4.2-4.8 s of an already-built check on an H100
+    host, in gpu_memory.estimate_need). None of it starts the CUDA driver. Returns torch."""
     import torch
     import torch.utils.cpp_extension  # noqa: F401
 
     import stitch_mcp.judge  # noqa: F401
 
-    torch.empty(1, device="meta").relu()  # the meta device's registrations
+    torch.empty(1, device="meta").relu()
+    return torch
+
+
+def _preload() -> None:
+    """What a worker would import before its order (import_worker_modules), and torch.compile's
+    compiler for the baseline workers; none of it starts the CUDA driver or a thread pool. NVML,
+    which the workers' warm-up starts, is left to each worker."""
+    import warnings
+
+    import_worker_modules()
     try:
         from stitch_mcp.correctness import _import_compiler
 

@@ -148,11 +148,14 @@ def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, in
     from stitch_mcp.events import stage
     from stitch_mcp.gpu_memory import compile_need, out_of_memory
 
-    if not spec.get("compile_in_judge") or spec.get("whole_card") or compile_need(torch, ref_mod, init_args) is None:
-        return None  # not for a check judged again with the whole card, nor one whose need is not known
+    if not spec.get("compile_in_judge") or spec.get("whole_card"):
+        return None  # not for a check judged again with the whole card
+    need = compile_need(torch, ref_mod, init_args)
+    if need is None:
+        return None  # nor for one whose need is not known: compiling would hold the whole card
     t0 = time.monotonic()
     try:
-        ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage)
+        ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage, need_of=lambda *_: need)
     except CompileCrashed as exc:  # check.py judges the candidate again without it
         raise StageError("compile_baseline_crashed", str(exc)) from None
     except BaseException as exc:
