@@ -25,6 +25,9 @@ from stitch_mcp.stage_results import BuildStageResult, BuiltExtension, StageFail
 
 log = logging.getLogger(__name__)
 
+# The rehearsal's limit for time no compiler runs: it calls the model on the meta device, in
+# moments; a candidate that loops there is left to the run stage's limit and verdict.
+REHEARSAL_IDLE_S = 20.0
 BUILD_MEMORY = 1.5 * 2 ** 30  # what one build (cpp_extension: nvcc and g++ on a few units) may take
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
@@ -113,7 +116,7 @@ def _rehearse(room, reference_source: str, loaded, deadline_s: float):
     from stitch_mcp.judge_room import RoomGone
 
     try:
-        return room.rehearse(reference_source, max(deadline_s, 1.0))
+        return room.rehearse(reference_source, max(deadline_s, 1.0), REHEARSAL_IDLE_S)
     except (StageError, RoomGone) as exc:
         if isinstance(exc, StageError) and exc.kind == "needs_gpu":  # compiled as far as this host allows
             raise

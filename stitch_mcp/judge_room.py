@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import shutil
 import signal
 import socket
@@ -53,6 +54,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
 CALL_S = 120.0
 FLOOD_BYTES = 32 * 1024 * 1024
+BUILD_TOOLS = frozenset({"ninja", "make", "nvcc", "cicc", "ptxas", "cudafe++", "fatbinary", "nvlink", "cc1", "cc1plus",
+                         "gcc", "g++", "c++", "cc", "x86_64-linux-gnu-g++", "x86_64-linux-gnu-gcc", "as", "ld",
+                         "collect2", "clang", "clang++"})
 ROOM_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_WAIT_POLICY", "CUDA_MODULE_LOADING",
             "PYTORCH_NVML_BASED_CUDA_CHECK", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CXX", "CC",
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS",
@@ -290,10 +294,24 @@ class RoomClient:
             for fd in fds:
                 os.close(fd)
 
-    def rehearse(self, reference_source: str, deadline_s: float) -> Loaded:
+    def rehearse(self, reference_source: str, deadline_s: float, idle_limit_s: float) -> Loaded:
         """After `build`: the candidate's model built and called once on the meta device (door.Rehearse),
-        so that what it builds on first use is built now."""
-        return self.ask(Rehearse(reference_source=reference_source), deadline_s=deadline_s)
+        so that what it builds on first use is built now. A first call that compiles may take the
+        whole `deadline_s`; time with no compiler in the room counts against `idle_limit_s` (a call
+        that loops without building would otherwise hold the build stage for its whole limit)."""
+        command = Rehearse(reference_source=reference_source)
+        self.send(command)
+        end, idle = time.monotonic() + deadline_s, 0.0
+        while self.ready is not None:  # a room still starting answers Ready first: `answer` reads it
+            step = min(1.0, end - time.monotonic())
+            if step <= 0 or select.select([self.door.sock], [], [], step)[0]:
+                break
+            if not self._compiling():
+                idle += step
+            if idle >= idle_limit_s:
+                self.limit_s = idle_limit_s
+                raise self._gone("the rehearsal ran without compiling", timed_out=True)
+        return self.answer(command, max(end - time.monotonic(), 0.001))
 
     def call(self, command: Call) -> Called:
         return self.ask(command)
@@ -307,6 +325,16 @@ class RoomClient:
             return psutil.Process(self.proc.pid).children(recursive=True) + [psutil.Process(self.proc.pid)]
         except psutil.Error:
             return []
+
+    def _compiling(self) -> bool:
+        """Whether a compiler or build tool runs in the room now (its process names, seen from outside)."""
+        for proc in self._room_processes():
+            try:
+                if proc.name() in BUILD_TOOLS:
+                    return True
+            except Exception:  # gone since the listing
+                continue
+        return False
 
     def cpu_meter(self) -> Callable[[], float]:
         """A reading of the CPU seconds the room's processes have used so far: their threads', and

@@ -244,6 +244,22 @@ def test_the_rehearsal_writes_nothing_where_the_candidate_points(tmp_path):
     assert r.verdict == "pass", r.summary
 
 
+@pytest.mark.timeout(120)
+def test_a_first_call_that_loops_without_building_ends_the_rehearsal_early(tmp_path):
+    """A candidate whose forward loops forever on the meta device (and works on a real one): the
+    build stage's rehearsal ends after build_room.REHEARSAL_IDLE_S with no compiler running,
+    not at the build's whole limit (300 s), and the run stage judges the candidate as usual."""
+    from stitch_mcp.build_room import REHEARSAL_IDLE_S
+
+    cand = tmp_path / "cand_meta_loop.py"  # its source names load_inline: the build stage runs
+    cand.write_text(Path(prog("cand_relu_torch")).read_text().replace(
+        "return torch.clamp", "while x.is_meta:  # no load_inline here\n            pass\n        return torch.clamp"))
+    assert "is_meta" in cand.read_text()
+    r = compile_and_check(reference=prog("ref_relu"), candidate=str(cand), timing=False, compare_compile=False)
+    assert r.verdict == "pass", r.summary
+    assert REHEARSAL_IDLE_S <= r.stage_seconds["build"] < REHEARSAL_IDLE_S + 30, r.stage_seconds
+
+
 def test_publishing_a_build_follows_no_link_and_opens_no_fifo(tmp_path):
     """What a room built is copied out while the room may still run: a link to a file of ours (a
     .so, a `done` marker, a whole object folder, the build folder itself) is never followed, and a
