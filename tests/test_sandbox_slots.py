@@ -7,7 +7,19 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from stitch_mcp.sandbox import holding_slot
+
+
+@pytest.fixture(autouse=True)
+def own_slot_locks(tmp_path, monkeypatch):
+    """Slot locks of this test's own: the checks of tests running beside it (pytest-xdist) probe
+    the sandbox on the host's slot 0 too."""
+    from stitch_mcp import sandbox
+
+    (tmp_path / "slots").mkdir()
+    monkeypatch.setattr(sandbox, "SLOT_LOCKS", tmp_path / "slots")
 
 
 def test_probes_share_slot_zero_and_do_not_wait_for_ever_on_it():
