@@ -41,6 +41,9 @@ class Settings(BaseSettings):
                                "in use (Python and torch imported, 4-6 s on a GPU machine); 0: start each when needed")
     fork_workers: bool = Field(True, description="start workers as forks of one process that has imported torch "
                                "and the judge (milliseconds each); off: each worker starts Python and imports afresh")
+    cuda_ahead: bool = Field(True, description="on a host with one GPU, spare rooms make their CUDA context before "
+                             "their check comes (0.3-0.5 s of every check on an H100); each holds ~0.6 GB of the GPU, "
+                             "kept out of the checks' memory shares")
     max_source_bytes: int = Field(1_000_000, gt=0, description="largest reference or candidate accepted")
     ncu_clock_control: Literal["none", "base"] = Field("none", description="ncu --clock-control")
     compare_compile: bool = Field(True, description="also time the reference under torch.compile")

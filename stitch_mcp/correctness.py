@@ -240,18 +240,19 @@ class CompileCrashed(Exception):
 
 
 def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, stage,
-                   raise_oom: bool = False, need_of=None) -> tuple[Any, Compiled]:
+                   raise_oom: bool = False, need_of=None, on_wait=None) -> tuple[Any, Compiled]:
     """The reference built (training mode, as the run stage's) and compiled by torch.compile's first
     call on one set of its inputs, beside other checks: on a GPU with the share of memory that
     takes (gpu_memory.compile_need) and not the device. Its seconds of CPU hold nothing larger.
     The weights and the compiled model stay on the card afterwards, outside any share, until they
     are timed. Errors other than compiling's (the reference's own) raise. `need_of`: as _memory_held's
-    (default gpu_memory.compile_need), for a caller that has the need already."""
+    (default gpu_memory.compile_need), for a caller that has the need already; `on_wait`: as
+    gpu_memory.held's."""
     from stitch_mcp.events import COMPILING_BASELINE
     from stitch_mcp.gpu_memory import compile_need
     from stitch_mcp.loader import build_model, make_inputs
 
-    with _memory_held(spec, torch, ref_mod, init_args, device, need_of or compile_need):
+    with _memory_held(spec, torch, ref_mod, init_args, device, need_of or compile_need, on_wait):
         ref_model = build_model(ref_mod.Model, init_args, device)
         first = make_inputs(ref_mod, device, spec["timing_seeds"][0])
         buffers = {name: b.clone() for name, b in ref_model.named_buffers()}  # e.g. BatchNorm's running stats
@@ -339,7 +340,8 @@ def _import_compiler() -> None:
 
 
 @contextlib.contextmanager
-def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, need_of=None):
+def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, need_of=None,
+                 on_wait=None):
     """On a GPU: the reference's share of the card's memory (stitch_mcp.gpu_memory; `need_of`, by
     default baseline_need, says how much), from before its first allocation; the device
     (_device_held) is taken inside it, as the judge takes them."""
@@ -350,7 +352,7 @@ def _memory_held(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], dev
     from stitch_mcp.gpu_memory import baseline_need, held
 
     need = None if spec.get("whole_card") else (need_of or baseline_need)(torch, ref_mod, init_args)
-    with held(spec.get("lease_gpu"), need, stage):
+    with held(spec.get("lease_gpu"), need, stage, on_wait=on_wait):
         yield
 
 

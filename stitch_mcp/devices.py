@@ -11,6 +11,7 @@ Without a GPU the host's CPU is the device: CPU timings are serialised the same 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import logging
 import os
@@ -37,6 +38,7 @@ class Gpu:
     memory_used: int = 0
     utilization_pct: int = 0
     foreign_processes: int | None = None  # compute processes that are not stitch-mcp workers; None: unknown
+    reserved_bytes: int = 0  # kept out of the memory shares: spare rooms' CUDA contexts (cuda_ahead_device)
 
     @property
     def busy(self) -> bool:
@@ -134,6 +136,7 @@ def choose_device() -> Gpu | None:
     gpus = discover()
     if not gpus:
         return None
+    chosen = min(gpus, key=lambda g: (g.busy, g.memory_used))
     for gpu in sorted(gpus, key=lambda g: (g.busy, g.memory_used)):
         with open(_lock_path(gpu), "a+") as fh:
             try:
@@ -141,8 +144,50 @@ def choose_device() -> Gpu | None:
             except BlockingIOError:
                 continue
             fcntl.flock(fh, fcntl.LOCK_UN)
-            return gpu
-    return min(gpus, key=lambda g: (g.busy, g.memory_used))
+            chosen = gpu
+            break
+    return dataclasses.replace(chosen, reserved_bytes=_spare_contexts_bytes(chosen))
+
+
+# What one room's CUDA context holds on an H100 (0.5-0.6 GB), with some slack.
+ROOM_CONTEXT_BYTES = 640 << 20
+_whole_card_runs = 0  # checks judged again with the card to themselves, now (whole_card_run)
+
+
+def cuda_ahead_device() -> str | None:
+    """The GPU (CUDA_VISIBLE_DEVICES, in PCI bus order as pin_env gives it) on which spare rooms make
+    their CUDA context before their check comes: only where every check runs on that one GPU
+    (settings.cuda_ahead, spare workers, one GPU in use) and no check has the card to itself.
+    None: they make it when they load. Decided by the server, which starts the spares."""
+    settings = get_settings()
+    if not (settings.cuda_ahead and settings.spare_workers) or _whole_card_runs:
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        indices = [i for i in range(pynvml.nvmlDeviceGetCount())
+                   if not settings.gpu_indices or i in settings.gpu_indices]
+    except Exception:
+        return None
+    return str(indices[0]) if len(indices) == 1 else None
+
+
+def _spare_contexts_bytes(gpu: Gpu) -> int:
+    """What the spare workers' rooms hold on `gpu` where they make their CUDA context ahead: two
+    rooms per spare worker (worker._spare_count)."""
+    return 2 * get_settings().spare_workers * ROOM_CONTEXT_BYTES if cuda_ahead_device() == str(gpu.index) else 0
+
+
+@contextlib.contextmanager
+def whole_card_run() -> Iterator[None]:
+    """While a check has the card to itself, no spare room makes a CUDA context ahead."""
+    global _whole_card_runs
+    _whole_card_runs += 1
+    try:
+        yield
+    finally:
+        _whole_card_runs -= 1
 
 
 def pin_env(gpu: Gpu | None) -> dict[str, str]:
@@ -214,18 +259,22 @@ LET_PASS_S = 20.0
 
 @contextlib.contextmanager
 def reserve_memory(gpu: Gpu, shares: int, timeout_s: float = 3600.0, poll_s: float = 0.05,
-                   check_cancel=None, let_pass_s: float = LET_PASS_S) -> Iterator[float]:
+                   check_cancel=None, let_pass_s: float = LET_PASS_S, on_wait=None) -> Iterator[float]:
     """Hold `shares` of MEMORY_SHARES shares of `gpu`'s memory; yields the seconds waited. One
     process at a time is the head of the queue (a queue lock). For its first `let_pass_s` the head
     takes its shares only all at once, and later requests that find enough free shares take them
-    and pass it; then it keeps what comes free until it has enough, and no one passes it."""
+    and pass it; then it keeps what comes free until it has enough, and no one passes it.
+    `on_wait()` is called once, before the first wait, where the shares are not free at once."""
     shares = max(1, min(shares, MEMORY_SHARES))
     handles = [open(_share_path(gpu, i), "a+") for i in range(MEMORY_SHARES)]
     queue = open(_share_path(gpu, "queue"), "a+")
     held: list = []
     start = time.monotonic()
+    waits = []
 
     def wait_or_give_up() -> None:
+        if on_wait is not None and not waits:
+            waits.append(on_wait())
         if time.monotonic() - start > timeout_s:
             raise TimeoutError(f"{shares} of {MEMORY_SHARES} shares of GPU {gpu.index}'s memory did not come free "
                                f"in {timeout_s:.0f} s")

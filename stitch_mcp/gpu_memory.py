@@ -161,20 +161,30 @@ def _peak_bytes_mode():
     return PeakBytes()
 
 
+def share_bytes(gpu) -> float:
+    """The size of one of the card's MEMORY_SHARES shares: what the spare rooms hold outside any
+    share where they make their CUDA context ahead (`reserved_bytes`, as the server chose the GPU:
+    devices.choose_device) is left out."""
+    from stitch_mcp.devices import MEMORY_SHARES
+
+    return (gpu.memory_total - gpu.reserved_bytes) / MEMORY_SHARES
+
+
 @contextlib.contextmanager
-def held(gpu_fields: dict[str, Any] | None, need: int | None, stage) -> Iterator[dict[str, Any]]:
+def held(gpu_fields: dict[str, Any] | None, need: int | None, stage, on_wait=None) -> Iterator[dict[str, Any]]:
     """Hold the shares of the check's GPU that `need` bytes take (all of them for None); yields
-    what was held, for the report. Nothing to hold without a GPU or its size."""
+    what was held, for the report. Nothing to hold without a GPU or its size. `on_wait()` is
+    called once where the shares are not free at once, before waiting for them."""
     from stitch_mcp.devices import MEMORY_SHARES, Gpu, discover, reserve_memory
 
     gpu = Gpu(**gpu_fields) if gpu_fields else next(iter(discover()), None)
     if gpu is None or not gpu.memory_total:
         yield {}
         return
-    shares = MEMORY_SHARES if need is None else math.ceil(need / (gpu.memory_total / MEMORY_SHARES))
+    shares = MEMORY_SHARES if need is None else math.ceil(need / share_bytes(gpu))
     shares = min(shares, MEMORY_SHARES)
     stage("waiting for GPU memory")
-    with reserve_memory(gpu, shares) as waited:
+    with reserve_memory(gpu, shares, on_wait=on_wait) as waited:
         yield {"need_bytes": need, "shares": shares, "of_shares": MEMORY_SHARES, "waited_s": round(waited, 3)}
 
 

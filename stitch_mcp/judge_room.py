@@ -114,13 +114,17 @@ class RoomClient:
         self.closed = False
         self.attached = 0  # shared regions this room has mapped
         self._loading: Load | None = None  # the Load sent, whose answer `loaded` takes
+        self.cuda_ahead: str | None = None  # the GPU it made its CUDA context on before its program came
+        self.start_args: tuple[dict[str, Any], str, str] | None = None
 
     # -------------------------------------------------------------- start and end
 
     @classmethod
-    def spawn(cls, parent: Path, gpu: bool) -> "RoomClient":
+    def spawn(cls, parent: Path, gpu: bool, cuda_ahead: str | None = None) -> "RoomClient":
         """A sandboxed room with torch imported, waiting for its program (see `assign`). It sees its
-        own folder and the Python it runs on; the build cache reaches it only as file descriptors."""
+        own folder and the Python it runs on; the build cache reaches it only as file descriptors.
+        `cuda_ahead`: the GPU (CUDA_VISIBLE_DEVICES, PCI bus order) whose CUDA context it makes now,
+        while it waits, rather than when it loads its program (see `prestart`)."""
         parent.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="room-", dir=parent))
         judge_end, room_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -132,6 +136,8 @@ class RoomClient:
                     "STITCH_ROOM": "1",  # devices.py: a room of ours on the GPU is not foreign work
                     **malloc_env(),
                     "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
+        if cuda_ahead is not None:
+            env.update({"CUDA_VISIBLE_DEVICES": cuda_ahead, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "STITCH_ROOM_CUDA_AHEAD": "1"})
         # OMP_WAIT_POLICY: OpenMP threads that spin after each parallel region take the cores from
         # the other room and the judge, which take turns with it: on a 2-core host a 256 KB relu
         # timed at 2-3 ms in a room instead of 0.05 ms.
@@ -142,25 +148,37 @@ class RoomClient:
         room_end.close()
         _live_rooms.add(proc.pid)
         room = cls(proc, Door(judge_end, REPLIES), workdir, command, time.monotonic() + READY_S, "ModelNew")
-        room.slot_lock, room.gpu, room.parent = slot_lock, gpu, parent
+        room.slot_lock, room.gpu, room.parent, room.cuda_ahead = slot_lock, gpu, parent, cuda_ahead
         return room
 
     @classmethod
     def start(cls, spec: dict[str, Any], source: str, model_class: str = "ModelNew",
-              subreaper: bool = True) -> "RoomClient":
+              subreaper: bool = True, cuda_ahead: str | None = None) -> "RoomClient":
         """A room for `source` (the candidate; or the reference, `model_class="Model"`, whose
         room times the eager baseline under the same conditions as the candidate's): a spare one
-        started ahead of need where there is one. A judge becomes a subreaper; the server
+        started ahead of need where there is one; with `cuda_ahead`, one whose CUDA context is
+        already made on that GPU if there is one. A judge becomes a subreaper; the server
         (building in a room) relies on the room's pid namespace."""
         if subreaper:
             _subreaper()
         parent, gpu = Path(spec.get("room_parent") or tempfile.gettempdir()), bool(spec.get("gpu"))
-        room = _take_spare(parent, gpu) or cls.spawn(parent, gpu)
+        room = ((cuda_ahead is not None and _take_spare(parent, gpu, cuda_ahead)) or _take_spare(parent, gpu)
+                or cls.spawn(parent, gpu))
+        room.start_args = (spec, source, model_class)
         room.model_class, room.build_root = model_class, spec["build_root"]
         (room.workdir / "program.py").write_text(source, encoding="utf-8")  # the room imports it as candidate.py
         room.limit_s = float(spec.get("room_timeout_s") or 600)
         room.deadline = time.monotonic() + room.limit_s
         return room
+
+    def without_cuda(self) -> "RoomClient":
+        """This room if it has made no CUDA context yet; else a new one for the same program in its
+        place (this one closed): a check that waits for its share of GPU memory holds no context
+        meanwhile (gpu_memory.held's `on_wait`)."""
+        if self.cuda_ahead is None:
+            return self
+        self.close()
+        return RoomClient.start(*self.start_args[:2], model_class=self.start_args[2])
 
     def kill(self) -> None:
         """SIGKILL the room's processes and go on: rooms killed together tear their CUDA contexts
@@ -539,23 +557,25 @@ _spares: list[RoomClient] = []
 _spares_lock = threading.Lock()
 
 
-def prestart(parent: Path, gpu: bool, count: int, subreaper: bool = False) -> None:
-    """Start rooms ahead of need (each imports torch meanwhile); `start` takes them."""
+def prestart(parent: Path, gpu: bool, count: int, subreaper: bool = False, cuda_ahead: str | None = None) -> None:
+    """Start rooms ahead of need (each imports torch meanwhile; with `cuda_ahead`, also makes its
+    CUDA context on that GPU: 0.3-0.5 s of each check's start on an H100); `start` takes them."""
     if subreaper:
         _subreaper()
     with _spares_lock:
-        live = [r for r in _spares if r.proc.poll() is None and r.parent == parent and r.gpu == gpu]
+        live = [r for r in _spares if r.proc.poll() is None and r.parent == parent and r.gpu == gpu
+                and r.cuda_ahead == cuda_ahead]
         for _ in range(count - len(live)):
-            _spares.append(RoomClient.spawn(parent, gpu))
+            _spares.append(RoomClient.spawn(parent, gpu, cuda_ahead))
 
 
-def _take_spare(parent: Path, gpu: bool) -> "RoomClient | None":
+def _take_spare(parent: Path, gpu: bool, cuda_ahead: str | None = None) -> "RoomClient | None":
     with _spares_lock:
         for room in list(_spares):
             if room.proc.poll() is not None:
                 _spares.remove(room)
                 room.close()
-            elif room.parent == parent and room.gpu == gpu:
+            elif room.parent == parent and room.gpu == gpu and room.cuda_ahead == cuda_ahead:
                 _spares.remove(room)
                 return room
     return None

@@ -43,7 +43,7 @@ PROGRAM_MODULE = "candidate"
 
 
 class _Room:
-    def __init__(self, door: Door):
+    def __init__(self, door: Door, cuda_ahead_s: float | None = None):
         import torch
 
         from stitch_mcp.shared_tensors import Attached
@@ -61,6 +61,9 @@ class _Room:
         self.last_outputs: list[Any] = []
         self.ready_batch: tuple[list[Any], bool] = ([], True)
         self.imported: tuple[Any, Any] | None = None  # (the model class, the build cache) of an import-only Load
+        # CUDA's context made before any order, on the GPU of CUDA_VISIBLE_DEVICES (None: not made)
+        self.cuda_ahead = (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")) \
+            if cuda_ahead_s is not None else None
 
     # -------------------------------------------------------------- commands
 
@@ -87,7 +90,11 @@ class _Room:
         from stitch_mcp.build.build_cache import BuildCache
 
         torch = self.torch
-        if message.visible_devices is not None:  # a spare room learns its GPU here, before CUDA starts
+        if self.cuda_ahead is not None and message.device.startswith("cuda"):
+            if self.cuda_ahead != (message.visible_devices, message.device_order):  # the judge takes only a match
+                raise RuntimeError(f"this room's CUDA context is on {self.cuda_ahead}, the check's GPU is "
+                                   f"{(message.visible_devices, message.device_order)}")
+        elif message.visible_devices is not None:  # a spare room learns its GPU here, before CUDA starts
             os.environ["CUDA_VISIBLE_DEVICES"] = message.visible_devices
             if message.device_order:  # on a host of mixed GPUs CUDA's default order is not NVML's
                 os.environ["CUDA_DEVICE_ORDER"] = message.device_order
@@ -379,8 +386,14 @@ def main() -> int:
         importlib.import_module(name)
 
     door.send(Ready(pid=os.getpid(), torch_version=torch.__version__))
+    ahead = None
+    if os.environ.pop("STITCH_ROOM_CUDA_AHEAD", "") == "1":  # a spare room on a known GPU (judge_room.prestart)
+        try:
+            ahead = _start_cuda(torch)
+        except Exception:  # as if not asked: its Load starts CUDA again and reports what fails there
+            pass
     try:
-        _Room(door).serve()
+        _Room(door, cuda_ahead_s=ahead).serve()
     except DoorClosed:
         pass
     sys.stdout.flush()

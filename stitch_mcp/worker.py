@@ -163,10 +163,12 @@ class _Started:
                 stream.close()
 
 
-def _start(rooms: bool = True) -> _Started:
+def _start(rooms: bool = True, spare: bool = False) -> _Started:
     """A new worker, with what every stage needs imported: forked from the zygote, or a fresh Python
     where there is none. `rooms`: it also starts the two rooms a run stage judges with (a worker
-    started for another stage would only end them again)."""
+    started for another stage would only end them again); a `spare` one's rooms also make their CUDA
+    context while they wait where devices.cuda_ahead_device says so (the memory shares leave room
+    for as many as there are spares)."""
     r_fd, w_fd = os.pipe()
     # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
     # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
@@ -174,7 +176,8 @@ def _start(rooms: bool = True) -> _Started:
     life_r, life_w = os.pipe()
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
-              "STITCH_SPARE_ROOMS": _room_parent() if rooms else ""}
+              "STITCH_SPARE_ROOMS": _room_parent() if rooms else "",
+              "STITCH_ROOM_CUDA_AHEAD": (_cuda_ahead_device() or "") if rooms and spare else ""}
     env = worker_env(fd_env)
     proc = _forked(env, (w_fd, life_r)) or subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
@@ -249,6 +252,15 @@ _spares: list[_Started] = []
 _spares_lock = threading.Lock()
 
 
+def _cuda_ahead_device() -> str | None:
+    try:
+        from stitch_mcp.devices import cuda_ahead_device
+
+        return cuda_ahead_device()
+    except Exception:  # NVML missing or failing: the rooms start CUDA when they load
+        return None
+
+
 def _gpu_count() -> int:
     """GPUs this host has for us (device files; settings.gpus narrows them), without NVML. A
     container's device files keep the host's numbers, so only their count is used."""
@@ -281,7 +293,7 @@ def _top_up() -> None:
     want = _spare_count()
     with _spares_lock:
         while len(_spares) < want:
-            _spares.append(_start())
+            _spares.append(_start(spare=True))
 
 
 def _take_worker() -> tuple[_Started, bool]:
@@ -673,7 +685,8 @@ def _prestart_rooms() -> None:
 
         from stitch_mcp.cuda_tools import nvidia_devices
 
-        prestart(Path(parent), gpu=bool(nvidia_devices()), count=2, subreaper=True)
+        prestart(Path(parent), gpu=bool(nvidia_devices()), count=2, subreaper=True,
+                 cuda_ahead=os.environ.get("STITCH_ROOM_CUDA_AHEAD") or None)
     except Exception:  # no spare rooms: the judge starts its own
         log.exception("starting spare rooms failed")
 

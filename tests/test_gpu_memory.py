@@ -157,6 +157,53 @@ def test_a_check_that_needs_more_than_the_card_takes_all_of_it_and_waits_its_tur
         assert got["shares"] == 3  # 40 GiB in 32 shares of 1.25 GiB
 
 
+def test_a_check_that_must_wait_is_told_once_before_it_waits():
+    """gpu_memory.held's `on_wait` (a judge puts rooms without a CUDA context in place of its spare
+    ones there): called once where the shares are not free at once, never where they are."""
+    gpu, calls = card(), []
+    with held({**gpu.__dict__}, 3 * GiB, lambda _: None, on_wait=lambda: calls.append("first")):
+        assert calls == []
+        done = threading.Event()
+
+        def second() -> None:
+            with held({**gpu.__dict__}, 79 * GiB, lambda _: None, on_wait=lambda: calls.append("second")):
+                done.set()
+
+        t = threading.Thread(target=second)
+        t.start()
+        time.sleep(0.5)
+        assert calls == ["second"] and not done.is_set()
+    t.join(10)
+    assert done.is_set() and calls == ["second"]
+
+
+def test_spare_rooms_contexts_are_kept_out_of_the_shares(monkeypatch):
+    """Where spare rooms make their CUDA context ahead (devices.cuda_ahead_device: one GPU in use,
+    spares, no check with the card to itself), the server's chosen GPU carries what they hold, two
+    rooms per spare worker, and the shares divide the rest of the card."""
+    import dataclasses
+    import sys
+
+    import stitch_mcp.devices as devices
+    from stitch_mcp.config import get_settings
+    from stitch_mcp.gpu_memory import share_bytes
+
+    count = [1]
+    monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(nvmlInit=lambda: None,
+                                                                     nvmlDeviceGetCount=lambda: count[0]))
+    monkeypatch.setattr(devices, "discover", lambda: [card()])
+    assert devices.cuda_ahead_device() == "0"
+    reserved = 2 * get_settings().spare_workers * devices.ROOM_CONTEXT_BYTES
+    gpu = devices.choose_device()
+    assert reserved > 0 and gpu.reserved_bytes == reserved
+    assert share_bytes(gpu) == (80 * GiB - reserved) / MEMORY_SHARES
+    assert share_bytes(dataclasses.replace(gpu, reserved_bytes=0)) == 80 * GiB / MEMORY_SHARES
+    with devices.whole_card_run():  # the spares are dropped meanwhile and make no context ahead
+        assert devices.cuda_ahead_device() is None and devices.choose_device().reserved_bytes == 0
+    count[0] = 2  # two GPUs: a spare does not know which its check will run on
+    assert devices.cuda_ahead_device() is None and devices.choose_device().reserved_bytes == 0
+
+
 def test_without_a_gpu_nothing_is_held(monkeypatch):
     import stitch_mcp.devices as devices
 

@@ -64,7 +64,7 @@ from stitch_mcp.judge.timing import (
     time_rooms,
 )
 from stitch_mcp.judge.trials import run_trials, trial_findings
-from stitch_mcp.judge_room import RoomClient, RoomGone
+from stitch_mcp.judge_room import RoomClient, RoomGone, drop_spares
 
 
 def run_stage(spec: dict[str, Any], report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -81,9 +81,13 @@ def run_stage(spec: dict[str, Any], report: Callable[[dict[str, Any]], None] | N
             if "ordered_at" in spec:  # the worker's start: a spare's wait for its order, or a new one's imports
                 res["stage_seconds"]["judge_start"] = round(time.monotonic() - spec["ordered_at"], 4)
             lap = _lap(res["stage_seconds"])
-            rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"])
+            ahead = os.environ.get("CUDA_VISIBLE_DEVICES") if spec.get("gpu") and \
+                os.environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" else None  # a spare room's CUDA made there
+            rooms["candidate"] = RoomClient.start(spec, spec["candidate_source"], cuda_ahead=ahead)
             if spec.get("timing"):  # the eager baseline runs in a room of the same kind, beside it
-                rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model")
+                rooms["reference"] = RoomClient.start(spec, spec["reference_source"], model_class="Model",
+                                                      cuda_ahead=ahead)
+            drop_spares()  # rooms this judge started ahead and does not use (and their CUDA contexts)
             lap("rooms_start")
             p = prepare(spec, res, hold, rooms)
             lap("prepare")

@@ -69,8 +69,8 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     init_args = _init_args(ref_mod)
     ahead = None
     if device == "cuda":
-        ahead = _compile_ahead(torch, spec, res, ref_mod, init_args)
-        _hold_memory(torch, spec, res, hold, ref_mod, init_args)
+        ahead = _compile_ahead(torch, spec, res, ref_mod, init_args, rooms)
+        _hold_memory(torch, spec, res, hold, ref_mod, init_args, rooms)
     # on the meta device (warm in a spare worker; on the CPU path its first use would cost more than it saves)
     counted = _input_count(torch, ref_mod) if device == "cuda" else None
     if counted is not None:
@@ -125,8 +125,10 @@ def _reference(spec: dict[str, Any]):
 
 
 def _hold_memory(torch, spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStack, ref_mod,
-                 init_args: list[Any]) -> None:
-    """The check's share of the card's memory (stitch_mcp.gpu_memory), held until `hold` ends."""
+                 init_args: list[Any], rooms: dict[str, RoomClient]) -> None:
+    """The check's share of the card's memory (stitch_mcp.gpu_memory), held until `hold` ends. A
+    check that must wait for it first puts rooms without a CUDA context in place of any that made
+    theirs ahead (judge_room.prestart): it holds none outside its share while it waits."""
     from stitch_mcp.events import stage
     from stitch_mcp.gpu_memory import BATCH_BYTES, estimate_need, held
 
@@ -134,18 +136,30 @@ def _hold_memory(torch, spec: dict[str, Any], res: dict[str, Any], hold: context
     need_bytes = None if spec.get("whole_card") else \
         estimate_need(torch, ref_mod, init_args, BATCH_BYTES if spec.get("timing") else 0)
     res["stage_seconds"]["memory_estimate"] = round(time.monotonic() - t0, 4)
-    res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage))
+    res["memory"] = hold.enter_context(held(spec.get("lease_gpu"), need_bytes, stage,
+                                            on_wait=lambda: _rooms_without_cuda(rooms)))
     res["stage_seconds"]["memory_wait"] = res["memory"].get("waited_s", 0.0)
 
 
-def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, init_args: list[Any]):
+def _rooms_without_cuda(rooms: dict[str, RoomClient]) -> None:
+    try:
+        for name, room in rooms.items():
+            rooms[name] = room.without_cuda()
+    except Exception as exc:
+        raise StageError("internal", f"starting rooms for the check failed: {type(exc).__name__}: {exc}") from None
+
+
+def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, init_args: list[Any],
+                   rooms: dict[str, RoomClient]):
     """Where this judge times torch.compile's baseline (check.py's `compile_in_judge`): the reference
     built and compiled now, before the check's share of memory, holding only what compiling takes
     and not the device (correctness.compile_beside); (model, Compiled), else None. It is timed
     after the candidate's rooms have ended (judge.timing.baselines). Out of memory beside other
-    checks (their use is estimated too), it is left to the timing, within the check's own share."""
+    checks (their use is estimated too), it is left to the timing, within the check's own share.
+    Its share also holds the rooms' CUDA contexts where they made them ahead (as the check's does)."""
     from stitch_mcp.correctness import CompileCrashed, compile_beside, free_cuda_cache
     from stitch_mcp.events import stage
+    from stitch_mcp.devices import ROOM_CONTEXT_BYTES
     from stitch_mcp.gpu_memory import compile_need, out_of_memory
 
     if not spec.get("compile_in_judge") or spec.get("whole_card"):
@@ -153,11 +167,15 @@ def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, in
     need = compile_need(torch, ref_mod, init_args)
     if need is None:
         return None  # nor for one whose need is not known: compiling would hold the whole card
+    need += ROOM_CONTEXT_BYTES * sum(room.cuda_ahead is not None for room in rooms.values())
     t0 = time.monotonic()
     try:
-        ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage, need_of=lambda *_: need)
+        ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage, need_of=lambda *_: need,
+                               on_wait=lambda: _rooms_without_cuda(rooms))
     except CompileCrashed as exc:  # check.py judges the candidate again without it
         raise StageError("compile_baseline_crashed", str(exc)) from None
+    except StageError:  # the rooms could not be replaced (_rooms_without_cuda): not the reference's
+        raise
     except BaseException as exc:
         if not out_of_memory(f"{type(exc).__name__} {exc}"):
             raise StageError("reference_error", f"the reference's get_inputs/get_init_inputs/Model failed: "
