@@ -125,7 +125,10 @@ def _eager_room(task_id: str) -> float:
         "eager_room"]["median_ms"]
 
 
-@pytest.mark.timeout(120)  # four to ten timed checks: 19 s alone, 31 s beside another test on 2 cores
+TRIES_FOR_A_CLEAN_CHECK = 8
+
+
+@pytest.mark.timeout(240)  # four to eighteen timed checks: 19 s alone, 31 s beside another test on 2 cores
 def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidate():
     """A task's first check times the reference's room alone as well (the candidate's room ended) and
     caches that time; a later check whose eager beside the candidate is within 2% of it skips that
@@ -139,14 +142,16 @@ def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidat
     def clean(r) -> bool:  # only a clean check caches: on a busy host the batches may correct a time
         return not r.integrity.findings and not (r.timing.batch and r.timing.batch.room_ms)
 
-    for _ in range(4):
+    # a 2-core host's batches raise the candidate's time in many checks (docs/benchmarks/cpu-2026-11-26-
+    # loaded-repeat.md, session 16): four tries each were not always enough (CI, 2026-11-26)
+    for _ in range(TRIES_FOR_A_CLEAN_CHECK):
         r, _ = timed(Progress())
         if clean(r):
             break
     assert _eager_room(r.task_id) > 0, "the task's first clean check cached its eager time alone"
     _set_eager_room(r.task_id, 1e9)  # anything beside the candidate agrees with it
     assert timed(Progress())[1] is False
-    for _ in range(4):
+    for _ in range(TRIES_FOR_A_CLEAN_CHECK):
         _set_eager_room(r.task_id, 1e9, age_s=3600)  # but not for ever
         again, alone = timed(Progress())
         assert alone is True
