@@ -247,9 +247,9 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
     where the check is alone on its task (`compile_in_judge`, kept only if it stayed alone), else
     the baseline worker's (`baselines`)."""
     from stitch_mcp.ceilings import reference_flops
-    from stitch_mcp.devices import choose_device, pin_env, whole_card_run
+    from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.gpu_memory import out_of_memory_beside_others
-    from stitch_mcp.worker import drop_spares, run_worker
+    from stitch_mcp.worker import card_to_itself, run_worker
 
     if baselines is None:  # alone when the check started: a check of the task may have started since
         baselines = _start_baselines(task, ws, settings, presence, timing=timing, compare_compile=compare_compile)
@@ -288,8 +288,7 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
         progress.update(1, 3, "out of GPU memory beside other checks: judged again with the card to itself")
         report.stage_seconds["run_beside_others"] = round(res.seconds, 3)
         spec["whole_card"] = True
-        with whole_card_run():  # no spare room holds a CUDA context meanwhile
-            drop_spares()
+        with card_to_itself():
             res = run_worker("run", spec, workdir=workroot / "run-whole-card", timeout_s=settings.run_timeout_s,
                              on_event=on_event, register_kill=progress.on_cancel, env=pin_env(gpu),
                              until_result=True, spare=False)
@@ -878,10 +877,10 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
     while no check of the task is running (_TaskActivity). It outlives the check that started it (a
     failed build, a cancelled call): the task's next candidate uses what it measures. The worker
     is a fresh one, not a spare: spares are for the run stages waiting on them."""
-    from stitch_mcp.devices import choose_device, pin_env, whole_card_run
+    from stitch_mcp.devices import choose_device, pin_env
     from stitch_mcp.gpu_memory import out_of_memory
     from stitch_mcp.store import get_workspace
-    from stitch_mcp.worker import drop_spares, run_worker
+    from stitch_mcp.worker import card_to_itself, run_worker
 
     settings = get_settings()
     # one set of inputs (gpu_memory.BASELINE_COPIES): the reference and torch.compile's code are ours,
@@ -902,8 +901,7 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
                              env=env, until_result=True)
             if not res.ok and out_of_memory(f"{res.kind} {res.message}"):  # its share was too small: the whole card
                 spec["whole_card"] = True
-                with whole_card_run():  # no spare room holds a CUDA context meanwhile
-                    drop_spares()
+                with card_to_itself():
                     res = run_worker("baseline", spec, workdir=workdir / "2", timeout_s=settings.run_timeout_s,
                                      spare=False, env=env, until_result=True)
             if res.ok:

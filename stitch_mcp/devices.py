@@ -159,16 +159,16 @@ def cuda_ahead_device() -> str | None:
     their CUDA context before their check comes: only where every check runs on that one GPU
     (settings.cuda_ahead, spare workers, one GPU in use) and no check has the card to itself.
     None: they make it when they load. Decided by the server, which starts the spares."""
-    settings = get_settings()
-    if not (settings.cuda_ahead and settings.spare_workers) or _whole_card_runs:
-        return None
     try:
+        settings = get_settings()
+        if not (settings.cuda_ahead and settings.spare_workers) or _whole_card_runs:
+            return None
         import pynvml
 
         pynvml.nvmlInit()
         indices = [i for i in range(pynvml.nvmlDeviceGetCount())
                    if not settings.gpu_indices or i in settings.gpu_indices]
-    except Exception:
+    except Exception:  # a bad setting, NVML missing or failing: the rooms start CUDA when they load
         return None
     return str(indices[0]) if len(indices) == 1 else None
 

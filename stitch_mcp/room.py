@@ -43,7 +43,7 @@ PROGRAM_MODULE = "candidate"
 
 
 class _Room:
-    def __init__(self, door: Door, cuda_ahead_s: float | None = None):
+    def __init__(self, door: Door, cuda_ahead: bool = False):
         import torch
 
         from stitch_mcp.shared_tensors import Attached
@@ -63,7 +63,7 @@ class _Room:
         self.imported: tuple[Any, Any] | None = None  # (the model class, the build cache) of an import-only Load
         # CUDA's context made before any order, on the GPU of CUDA_VISIBLE_DEVICES (None: not made)
         self.cuda_ahead = (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")) \
-            if cuda_ahead_s is not None else None
+            if cuda_ahead else None
 
     # -------------------------------------------------------------- commands
 
@@ -386,14 +386,15 @@ def main() -> int:
         importlib.import_module(name)
 
     door.send(Ready(pid=os.getpid(), torch_version=torch.__version__))
-    ahead = None
+    ahead = False
     if os.environ.pop("STITCH_ROOM_CUDA_AHEAD", "") == "1":  # a spare room on a known GPU (judge_room.prestart)
         try:
-            ahead = _start_cuda(torch)
+            _start_cuda(torch)
+            ahead = True
         except Exception:  # as if not asked: its Load starts CUDA again and reports what fails there
             pass
     try:
-        _Room(door, cuda_ahead_s=ahead).serve()
+        _Room(door, cuda_ahead=ahead).serve()
     except DoorClosed:
         pass
     sys.stdout.flush()

@@ -24,6 +24,7 @@ nothing heavy at top level; stage modules import torch inside the worker.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -169,6 +170,8 @@ def _start(rooms: bool = True, spare: bool = False) -> _Started:
     started for another stage would only end them again); a `spare` one's rooms also make their CUDA
     context while they wait where devices.cuda_ahead_device says so (the memory shares leave room
     for as many as there are spares)."""
+    from stitch_mcp.devices import cuda_ahead_device
+
     r_fd, w_fd = os.pipe()
     # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
     # (SIGKILL, OOM killer), the worker's watchdog reads EOF and kills the worker's process group,
@@ -177,7 +180,7 @@ def _start(rooms: bool = True, spare: bool = False) -> _Started:
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
               "STITCH_SPARE_ROOMS": _room_parent() if rooms else "",
-              "STITCH_ROOM_CUDA_AHEAD": (_cuda_ahead_device() or "") if rooms and spare else ""}
+              "STITCH_ROOM_CUDA_AHEAD": (cuda_ahead_device() or "") if rooms and spare else ""}
     env = worker_env(fd_env)
     proc = _forked(env, (w_fd, life_r)) or subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,
@@ -252,15 +255,6 @@ _spares: list[_Started] = []
 _spares_lock = threading.Lock()
 
 
-def _cuda_ahead_device() -> str | None:
-    try:
-        from stitch_mcp.devices import cuda_ahead_device
-
-        return cuda_ahead_device()
-    except Exception:  # NVML missing or failing: the rooms start CUDA when they load
-        return None
-
-
 def _gpu_count() -> int:
     """GPUs this host has for us (device files; settings.gpus narrows them), without NVML. A
     container's device files keep the host's numbers, so only their count is used."""
@@ -322,6 +316,18 @@ def drop_spares() -> None:
 
 atexit.register(drop_spares)
 atexit.register(drop_zygote)
+
+
+@contextlib.contextmanager
+def card_to_itself() -> Iterator[None]:
+    """Around a stage judged again with the card to itself: the idle spares (and their rooms' CUDA
+    contexts) are stopped, and none makes a context ahead meanwhile (devices.whole_card_run). Start
+    its worker with `spare=False`."""
+    from stitch_mcp.devices import whole_card_run
+
+    with whole_card_run():
+        drop_spares()
+        yield
 
 
 def run_worker(stage: str, spec: dict[str, Any], *, workdir: Path, timeout_s: float,
