@@ -240,10 +240,13 @@ class CompileCrashed(Exception):
 
 
 def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], device: str, stage,
-                   raise_oom: bool = False, need_of=None, on_wait=None) -> tuple[Any, Compiled]:
+                   raise_oom: bool = False, need_of=None, on_wait=None,
+                   seconds: dict[str, float] | None = None) -> tuple[Any, Compiled]:
     """The reference built (training mode, as the run stage's) and compiled by torch.compile's first
     call on one set of its inputs, beside other checks: on a GPU with the share of memory that
-    takes (gpu_memory.compile_need) and not the device. Its seconds of CPU hold nothing larger.
+    takes (gpu_memory.compile_need) and not the device. Its seconds of CPU hold nothing larger:
+    on a GPU it is compiled on fake tensors first (compile_on_fake_tensors), outside the share, and
+    the share is held for a first call that finds the code compiled (`seconds["compile_fake"]`).
     The weights and the compiled model stay on the card afterwards, outside any share, until they
     are timed. Errors other than compiling's (the reference's own) raise. `need_of`: as _memory_held's
     (default gpu_memory.compile_need), for a caller that has the need already; `on_wait`: as
@@ -252,6 +255,11 @@ def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], d
     from stitch_mcp.gpu_memory import compile_need
     from stitch_mcp.loader import build_model, make_inputs
 
+    if device == "cuda":
+        stage(COMPILING_BASELINE)  # our code on the reference, as the real compile below (worker.WAITING_STAGES)
+        fake_s = compile_on_fake_tensors(torch, ref_mod, init_args, device)
+        if seconds is not None and fake_s is not None:
+            seconds["compile_fake"] = round(fake_s, 4)
     with _memory_held(spec, torch, ref_mod, init_args, device, need_of or compile_need, on_wait):
         ref_model = build_model(ref_mod.Model, init_args, device)
         first = make_inputs(ref_mod, device, spec["timing_seeds"][0])
@@ -272,6 +280,40 @@ def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], d
         first = buffers = None
         free_cuda_cache()
     return ref_model, compiled
+
+
+def compile_on_fake_tensors(torch, ref_mod, init_args: list[Any], device: str) -> float | None:
+    """Compile the reference with torch.compile's compiler (inductor) on fake tensors: its model and
+    inputs made with no memory behind them, each graph compiled and then run as traced (on fake
+    tensors, nothing launched). The compiled code lands in inductor's caches, where torch.compile's
+    real first call finds it, so that call holds its share of the card for a trace and one run, not
+    for the seconds of CPU compiling takes (twelve checks at once held 9-11 of the card's 32 memory
+    shares each that long: docs/benchmarks/gpu-h100-2026-11-26-lazy.md). Any failure here only
+    leaves the real first call all the work. Seconds taken; None where it failed."""
+    t0 = time.monotonic()
+    try:
+        from torch._inductor.compile_fx import compile_fx
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        from stitch_mcp.loader import make_inputs
+
+        def compile_then_trace(graph, example_inputs):
+            compile_fx(graph, example_inputs)  # what torch.compile's default backend does with them
+            return graph.forward
+
+        with FakeTensorMode(allow_non_fake_inputs=True):  # constants a reference made at import are real
+            with torch.device(device):  # as loader.build_model's first try; a fake parameter cannot be moved
+                torch.manual_seed(0)
+                model = ref_mod.Model(*init_args)
+            inputs = make_inputs(ref_mod, device, 0)
+            with torch.no_grad():
+                torch.compile(model, backend=compile_then_trace)(*inputs)
+        return time.monotonic() - t0
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            torch._dynamo.reset()  # the real compile traces afresh (and finds the code in the caches)
 
 
 QUIET_TRIES = 20

@@ -102,6 +102,7 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
              on_row=None) -> tuple[list[dict], list[str]]:
     """Check every matched candidate (resuming from `out`); returns all rows and the unmatched names."""
     from stitch_mcp.check import compile_and_check
+    from stitch_mcp.worker import start_spares_ahead
 
     pairs, unmatched = match(Path(problems_dir), Path(candidates_dir))
     if unmatched and not pairs:
@@ -117,7 +118,10 @@ def evaluate(problems_dir: Path, candidates_dir: Path, out: Path, jobs: int = 2,
             except (ValueError, KeyError):
                 continue
     done = {key: row for key, row in done.items() if not row.get("internal")}  # checked again
-    todo = _start_order([p for p in pairs if p.key not in done])
+    todo = [p for p in pairs if p.key not in done]
+    if todo:
+        start_spares_ahead()  # their imports overlap the memory estimate (_start_order)
+    todo = _start_order(todo)
     lock = threading.Lock()
     rows = [done[p.key] for p in pairs if p.key in done]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -290,6 +290,14 @@ def _top_up() -> None:
             _spares.append(_start(spare=True))
 
 
+def start_spares_ahead() -> None:
+    """Start the spare workers, and the zygote they are forked from, in the background now: for a
+    caller about to start many checks on a GPU host (eval), whose first checks would otherwise wait
+    for the zygote's imports (13 s on a busy 16-core host) after its own preparations."""
+    if _gpu_count():  # without a GPU a spare importing torch would skew the CPU path's timing
+        threading.Thread(target=_top_up, name="stitch-spares-ahead", daemon=True).start()
+
+
 def _take_worker() -> tuple[_Started, bool]:
     """A started worker: a live spare if there is one, else a new one. With a GPU the spares are
     topped up at once (the next stage's worker warms up meanwhile); without one, to one spare and

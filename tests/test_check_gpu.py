@@ -55,6 +55,7 @@ def test_honest_cuda_candidate_passes(honest):
     # alone on its task: its judge compiled torch.compile's baseline before its share, timed it after its rooms
     assert r.timing.compiled and r.speedup_vs_compile and not r.timing.baselines_cached, r.timing.compile_note
     assert "compile_ahead" in r.stage_seconds
+    assert "compile_fake" in r.stage_seconds  # compiled on fake tensors before its compile share
     assert r.build.extensions[0].kernel_header == "ATen per-operator"
     print(f"\ncold check {cold_s:.1f} s: {r.stage_seconds}; {r.summary}")
 

@@ -171,7 +171,7 @@ def _compile_ahead(torch, spec: dict[str, Any], res: dict[str, Any], ref_mod, in
     t0 = time.monotonic()
     try:
         ahead = compile_beside(spec, torch, ref_mod, init_args, "cuda", stage, need_of=lambda *_: need,
-                               on_wait=lambda: _rooms_without_cuda(rooms))
+                               on_wait=lambda: _rooms_without_cuda(rooms), seconds=res["stage_seconds"])
     except CompileCrashed as exc:  # check.py judges the candidate again without it
         raise StageError("compile_baseline_crashed", str(exc)) from None
     except StageError:  # the rooms could not be replaced (_rooms_without_cuda): not the reference's

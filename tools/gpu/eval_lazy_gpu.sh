@@ -93,7 +93,7 @@ def style(cand):
     return "?"
 print(f"rows: {len(rows)}" + (f" of {total} candidates" if total else ""))
 if wall:
-    s, done = int(wall), int(new) if new else len(rows)
+    s, done = float(wall), int(new) if new else len(rows)
     print(f"judged this run: {done} in {s} wall seconds")
     print(f"candidates per hour: {done * 3600 / s:.1f}" if s > 0 else "candidates per hour: -")
 print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(r["verdict"] for r in rows).items())))
@@ -135,17 +135,21 @@ run_eval() {
   local jobs=${EVAL_JOBS:-12} total; total=$(ls $G/candidates/*.py | wc -l)
   say "eval: $total candidates, --jobs $jobs, timeout ${EVAL_TIMEOUT_S:-570}s"
   local t_start t_end
-  t_start=$(date +%s)
-  timeout "${EVAL_TIMEOUT_S:-570}" python3 -m stitch_mcp eval $G/problems $G/candidates --jobs "$jobs" \
-    --out "$OUT/lazy.jsonl" > "$OUT/eval.stdout" 2> "$OUT/eval.stderr" &
+  t_start=$(date +%s.%N)
+  rm -f "$OUT/eval.end"
+  # the wall clock stops when eval exits (written beside it), not at the progress loop's next 10 s poll
+  ( timeout "${EVAL_TIMEOUT_S:-570}" python3 -m stitch_mcp eval $G/problems $G/candidates --jobs "$jobs" \
+      --out "$OUT/lazy.jsonl" > "$OUT/eval.stdout" 2> "$OUT/eval.stderr"
+    rc=$?; date +%s.%N > "$OUT/eval.end"; exit $rc ) &
   local pid=$! seen=0
   python3 tools/gpu/cpu_by_kind.py --until-pid $pid --out "$OUT/cpu_by_kind.txt" &
   local sampler=$!
   (while kill -0 $pid 2>/dev/null; do  # the host's load and the card's memory beside the checks
-     echo "$(( $(date +%s) - t_start )) $(cut -d' ' -f1-4 /proc/loadavg) $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | head -1)"
+     echo "$(( $(date +%s) - ${t_start%.*} )) $(cut -d' ' -f1-4 /proc/loadavg) $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | head -1)"
      sleep 5; done > "$OUT/host_load.txt") &
+  local tick=0
   while kill -0 $pid 2>/dev/null; do
-    sleep 10
+    sleep 1; tick=$((tick + 1)); [ $((tick % 10)) -eq 0 ] || continue  # progress every 10 s
     local n; n=$(grep -c . "$OUT/lazy.jsonl" 2>/dev/null); n=${n:-0}
     if [ "$n" != "$seen" ]; then
       seen=$n
@@ -154,10 +158,11 @@ run_eval() {
   done
   wait $pid; local rc=$?
   wait $sampler
-  t_end=$(date +%s)
+  t_end=$(cat "$OUT/eval.end" 2>/dev/null || date +%s.%N); rm -f "$OUT/eval.end"
   [ $rc -eq 124 ] && say "eval stopped by its ${EVAL_TIMEOUT_S:-570} s timeout: lazy.jsonl holds the rows finished so far"
   say "eval exit $rc"
-  local wall=$(( t_end - t_start )) after
+  local wall after
+  wall=$(python3 -c "print(round($t_end - $t_start, 1))")
   after=$(grep -c . "$OUT/lazy.jsonl" 2>/dev/null); after=${after:-0}
   { echo "== stitch-mcp eval stdout"; cat "$OUT/eval.stdout"; echo "== stderr (tail)"; tail -c 6000 "$OUT/eval.stderr"
     echo "== summary (jobs $jobs)"; summary "$OUT/lazy.jsonl" "$wall" "$total" $(( after - before ))
