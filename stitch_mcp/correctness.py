@@ -260,12 +260,16 @@ def compile_beside(spec: dict[str, Any], torch, ref_mod, init_args: list[Any], d
         fake_s = compile_on_fake_tensors(torch, ref_mod, init_args, device)
         if seconds is not None and fake_s is not None:
             seconds["compile_fake"] = round(fake_s, 4)
+    else:
+        fake_s = None
     with _memory_held(spec, torch, ref_mod, init_args, device, need_of or compile_need, on_wait):
         ref_model = build_model(ref_mod.Model, init_args, device)
         first = make_inputs(ref_mod, device, spec["timing_seeds"][0])
         buffers = {name: b.clone() for name, b in ref_model.named_buffers()}  # e.g. BatchNorm's running stats
         stage(COMPILING_BASELINE)
         compiled = compile_reference(ref_model, first, device, raise_oom)
+        if fake_s is not None:
+            compiled.note += f", after {fake_s:.1f} s on fake tensors outside the memory share"
         if compiled.model is None and device == "cuda":
             try:  # a CUDA error while compiling leaves the context broken for what follows
                 torch.cuda.synchronize()
@@ -289,7 +293,12 @@ def compile_on_fake_tensors(torch, ref_mod, init_args: list[Any], device: str) -
     real first call finds it, so that call holds its share of the card for a trace and one run, not
     for the seconds of CPU compiling takes (twelve checks at once held 9-11 of the card's 32 memory
     shares each that long: docs/benchmarks/gpu-h100-2026-11-26-lazy.md). Any failure here only
-    leaves the real first call all the work. Seconds taken; None where it failed."""
+    leaves the real first call all the work. Seconds taken; None where it failed.
+
+    Fake CUDA tensors start this process's CUDA context (and inductor loads its kernels into it), so
+    the context (~0.5 GB on an H100) now exists while the judge waits for its compile share, outside
+    any share, as it already did while the judge waits for its check's share after compiling; the
+    shares' estimates count it once held (gpu_memory: OVERHEAD_BYTES, BASELINE_OVERHEAD_BYTES)."""
     t0 = time.monotonic()
     try:
         from torch._inductor.compile_fx import compile_fx
