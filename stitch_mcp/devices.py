@@ -173,6 +173,26 @@ def cuda_ahead_device() -> str | None:
     return str(indices[0]) if len(indices) == 1 else None
 
 
+def spare_cuda_ahead_device() -> str | None:
+    """cuda_ahead_device for a spare worker's rooms starting now: None where a check waits for that
+    GPU's memory at this moment. Under that contention most checks wait for their share, and a check
+    that waits swaps such rooms for ones without a context (judge.prepare._rooms_without_cuda): two
+    imports of torch and a CUDA start thrown away, on a host whose CPU the checks' builds and rooms
+    keep busy (eval on an H100: 82% of 16 cores). The memory shares' reserve for the spares' contexts
+    stays as cuda_ahead_device says (every judge must divide the card the same way)."""
+    index = cuda_ahead_device()
+    if index is None:
+        return None
+    try:
+        import pynvml
+
+        uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(int(index)))
+        gpu = Gpu(int(index), uuid if isinstance(uuid, str) else uuid.decode(), "")
+    except Exception:
+        return index
+    return None if memory_waited_for(gpu) else index
+
+
 def _spare_contexts_bytes(gpu: Gpu) -> int:
     """What the spare workers' rooms hold on `gpu` where they make their CUDA context ahead: two
     rooms per spare worker (worker._spare_count)."""
@@ -297,6 +317,16 @@ def reserve_memory(gpu: Gpu, shares: int, timeout_s: float = 3600.0, poll_s: flo
             with contextlib.suppress(OSError):
                 fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
+
+
+def memory_waited_for(gpu: Gpu) -> bool:
+    """Whether a check is waiting for shares of `gpu`'s memory now: the head of the queue holds its
+    lock while it waits (a request that finds its shares free holds it for an instant only)."""
+    with open(_share_path(gpu, "queue"), "a+") as queue:
+        if not _try_lock(queue):
+            return True
+        fcntl.flock(queue, fcntl.LOCK_UN)
+    return False
 
 
 def _collect_as_head(gpu: Gpu, queue, handles: list, shares: int, held: list, let_pass_s: float,

@@ -168,9 +168,9 @@ def _start(rooms: bool = True, spare: bool = False) -> _Started:
     """A new worker, with what every stage needs imported: forked from the zygote, or a fresh Python
     where there is none. `rooms`: it also starts the two rooms a run stage judges with (a worker
     started for another stage would only end them again); a `spare` one's rooms also make their CUDA
-    context while they wait where devices.cuda_ahead_device says so (the memory shares leave room
-    for as many as there are spares)."""
-    from stitch_mcp.devices import cuda_ahead_device
+    context while they wait where devices.spare_cuda_ahead_device says so (the memory shares leave
+    room for as many as there are spares)."""
+    from stitch_mcp.devices import spare_cuda_ahead_device
 
     r_fd, w_fd = os.pipe()
     # Lifeline: the worker holds the read end, we hold the only write end. If this process dies
@@ -180,7 +180,7 @@ def _start(rooms: bool = True, spare: bool = False) -> _Started:
     token = f"{os.getpid()}-{uuid.uuid4().hex}"  # inherited by everything the worker starts
     fd_env = {"STITCH_EVENT_FD": str(w_fd), "STITCH_LIFELINE_FD": str(life_r), "STITCH_WORKER_TOKEN": token,
               "STITCH_SPARE_ROOMS": _room_parent() if rooms else "",
-              "STITCH_ROOM_CUDA_AHEAD": (cuda_ahead_device() or "") if rooms and spare else ""}
+              "STITCH_ROOM_CUDA_AHEAD": (spare_cuda_ahead_device() or "") if rooms and spare else ""}
     env = worker_env(fd_env)
     proc = _forked(env, (w_fd, life_r)) or subprocess.Popen(
         [sys.executable, "-m", "stitch_mcp.worker", "--spare"], cwd=PACKAGE_ROOT, stdin=subprocess.PIPE,

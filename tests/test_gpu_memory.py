@@ -177,6 +177,31 @@ def test_a_check_that_must_wait_is_told_once_before_it_waits():
     assert done.is_set() and calls == ["second"]
 
 
+def test_a_check_waiting_for_memory_is_seen_by_the_spares_about_to_start():
+    """devices.memory_waited_for: while a check waits for its shares, spare rooms start without a CUDA
+    context (devices.spare_cuda_ahead_device), since a waiting check would swap theirs away; a check
+    that found its shares free waits for nothing."""
+    from stitch_mcp.devices import memory_waited_for
+
+    gpu = card()
+    assert not memory_waited_for(gpu)
+    with held({**gpu.__dict__}, 60 * GiB, lambda _: None):
+        assert not memory_waited_for(gpu)  # took its shares at once
+        waiting, done = threading.Event(), threading.Event()
+
+        def second() -> None:
+            with held({**gpu.__dict__}, 60 * GiB, lambda _: None, on_wait=waiting.set):
+                done.set()
+
+        t = threading.Thread(target=second)
+        t.start()
+        assert waiting.wait(5)
+        time.sleep(0.2)
+        assert memory_waited_for(gpu) and not done.is_set()
+    t.join(5)
+    assert done.is_set() and not memory_waited_for(gpu)
+
+
 def test_spare_rooms_contexts_are_kept_out_of_the_shares(monkeypatch):
     """Where spare rooms make their CUDA context ahead (devices.cuda_ahead_device: one GPU in use,
     spares, no check with the card to itself), the server's chosen GPU carries what they hold, two
