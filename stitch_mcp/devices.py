@@ -187,10 +187,10 @@ def spare_cuda_ahead_device() -> str | None:
         import pynvml
 
         uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(int(index)))
-        gpu = Gpu(int(index), uuid if isinstance(uuid, str) else uuid.decode(), "")
-    except Exception:
+        waited_for = memory_waited_for(Gpu(int(index), uuid if isinstance(uuid, str) else uuid.decode(), ""))
+    except Exception:  # not known: as before this test
         return index
-    return None if memory_waited_for(gpu) else index
+    return None if waited_for else index
 
 
 def _spare_contexts_bytes(gpu: Gpu) -> int:

@@ -177,13 +177,31 @@ def test_a_check_that_must_wait_is_told_once_before_it_waits():
     assert done.is_set() and calls == ["second"]
 
 
-def test_a_check_waiting_for_memory_is_seen_by_the_spares_about_to_start():
+def test_a_check_waiting_for_memory_is_seen_by_the_spares_about_to_start(monkeypatch):
     """devices.memory_waited_for: while a check waits for its shares, spare rooms start without a CUDA
     context (devices.spare_cuda_ahead_device), since a waiting check would swap theirs away; a check
     that found its shares free waits for nothing."""
-    from stitch_mcp.devices import memory_waited_for
+    import sys
+
+    import stitch_mcp.devices as devices
+    from stitch_mcp.devices import memory_waited_for, spare_cuda_ahead_device
 
     gpu = card()
+    nvml = types.SimpleNamespace(nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 1,
+                                 nvmlDeviceGetHandleByIndex=lambda i: i,
+                                 nvmlDeviceGetUUID=lambda handle: gpu.uuid.encode())  # bytes, as older NVML gives
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    assert devices.cuda_ahead_device() == "0" and spare_cuda_ahead_device() == "0"
+    # the shares' reserve for the spares' contexts (cuda_ahead_device) does not change with it: every
+    # judge must divide the card alike
+    _seen_while_a_check_waits(gpu, lambda: memory_waited_for(gpu) and spare_cuda_ahead_device() is None
+                              and devices.cuda_ahead_device() == "0")
+    assert spare_cuda_ahead_device() == "0"
+
+
+def _seen_while_a_check_waits(gpu, seen) -> None:
+    from stitch_mcp.devices import memory_waited_for
+
     assert not memory_waited_for(gpu)
     with held({**gpu.__dict__}, 60 * GiB, lambda _: None):
         assert not memory_waited_for(gpu)  # took its shares at once
@@ -197,7 +215,7 @@ def test_a_check_waiting_for_memory_is_seen_by_the_spares_about_to_start():
         t.start()
         assert waiting.wait(5)
         time.sleep(0.2)
-        assert memory_waited_for(gpu) and not done.is_set()
+        assert seen() and not done.is_set()
     t.join(5)
     assert done.is_set() and not memory_waited_for(gpu)
 
