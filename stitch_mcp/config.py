@@ -74,6 +74,10 @@ class Settings(BaseSettings):
         return self.cache_dir / "builds"
 
     @property
+    def inductor_dir(self) -> Path:
+        return self.cache_dir / "inductor"
+
+    @property
     def index_dir(self) -> Path:
         return self.cache_dir / "docs-index"
 

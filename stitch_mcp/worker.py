@@ -128,9 +128,31 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # baseline took 11% of an H100 host's CPU from the builds (16 each, 138 at once): one thread, unless
     # set otherwise. Rooms inherit it (ROOM_ENV): a candidate's own torch.compile compiles in-process.
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    inductor_dir = _inductor_dir()
+    if inductor_dir:
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_dir)
     env.update(malloc_env())  # the judge's fresh inputs, as its rooms' tensors
     env.update(extra or {})
     return env
+
+
+def _inductor_dir() -> str | None:
+    """The folder of inductor's cache for the judges and baseline workers (the code it compiles for
+    torch.compile's baseline, which they load and run): in the server's cache dir, only the server's
+    user's. Inductor's default, /tmp/torchinductor_<user>, is a folder that a candidate sandboxed
+    only by another uid (sandbox level "uid": the host's /tmp) could make first and fill. Rooms do
+    not inherit it (judge_room.ROOM_ENV). None where it cannot be made: inductor's default then."""
+    try:
+        from stitch_mcp.config import get_settings
+
+        folder = get_settings().inductor_dir
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if folder.stat().st_uid != os.geteuid():
+            return None
+        folder.chmod(0o700)
+        return str(folder)
+    except Exception:  # a bad setting must not stop checks
+        return None
 
 
 KILL_GRACE_S = 30

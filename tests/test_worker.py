@@ -82,6 +82,31 @@ def test_timed_processes_keep_freed_memory_for_reuse(tmp_path):
         room.close()
 
 
+def test_the_judges_inductor_cache_is_a_folder_of_the_servers_own(tmp_path, monkeypatch):
+    """Judges load and run the code inductor compiles for torch.compile's baseline from its cache:
+    not /tmp/torchinductor_<user>, which a candidate sandboxed only by another uid could make first,
+    but a folder in the server's cache dir that only the server's user may enter; a room does not
+    get it. A cache dir the user chose stays."""
+    import stat
+
+    from stitch_mcp.config import get_settings
+    from stitch_mcp.judge_room import RoomClient
+    from stitch_mcp.worker import worker_env
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    env = worker_env()
+    folder = get_settings().inductor_dir
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    assert folder.stat().st_uid == os.geteuid() and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "chosen"))
+    assert worker_env()["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "chosen")
+    room = RoomClient.spawn(tmp_path / "rooms", gpu=False)  # started from a worker, whose environment has it
+    try:
+        assert "TORCHINDUCTOR_CACHE_DIR" not in room.command.popen_kwargs()["env"]
+    finally:
+        room.close()
+
+
 @pytest.mark.timeout(120)  # six workers: 18 s alone, 29 s beside another test on 2 cores
 def test_crashes_in_a_spare_are_classified(tmp_path, one_spare):
     selftest(tmp_path, "ok", "warm")  # leaves a spare for the next
