@@ -90,10 +90,14 @@ def discover() -> list[Gpu]:
             util = 0
         name = pynvml.nvmlDeviceGetName(h)
         uuid = pynvml.nvmlDeviceGetUUID(h)
-        gpus.append(Gpu(i, uuid if isinstance(uuid, str) else uuid.decode(),
-                        name if isinstance(name, str) else name.decode(), mem.total, mem.used, util,
+        gpus.append(Gpu(i, _nvml_text(uuid), _nvml_text(name), mem.total, mem.used, util,
                         _foreign_processes(pynvml, h)))
     return gpus
+
+
+def _nvml_text(value: str | bytes) -> str:
+    """A name or uuid from NVML: str from newer pynvml, bytes from older."""
+    return value if isinstance(value, str) else value.decode()
 
 
 CPU = Gpu(-1, "cpu", "host CPU")
@@ -136,8 +140,9 @@ def choose_device() -> Gpu | None:
     gpus = discover()
     if not gpus:
         return None
-    chosen = min(gpus, key=lambda g: (g.busy, g.memory_used))
-    for gpu in sorted(gpus, key=lambda g: (g.busy, g.memory_used)):
+    ordered = sorted(gpus, key=lambda g: (g.busy, g.memory_used))
+    chosen = ordered[0]
+    for gpu in ordered:
         with open(_lock_path(gpu), "a+") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -187,7 +192,7 @@ def spare_cuda_ahead_device() -> str | None:
         import pynvml
 
         uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(int(index)))
-        waited_for = memory_waited_for(Gpu(int(index), uuid if isinstance(uuid, str) else uuid.decode(), ""))
+        waited_for = memory_waited_for(Gpu(int(index), _nvml_text(uuid), ""))
     except Exception:  # not known: as before this test
         return index
     return None if waited_for else index
