@@ -312,9 +312,12 @@ def _run_step(report: CheckReport, task, cand, ws, settings, progress: Progress,
 
 def _compile_crashed(res) -> bool:
     """Whether the run stage ended while its judge compiled torch.compile's baseline (a compiler crash,
-    or a CUDA context it broke): nothing of the candidate had run yet."""
+    or a CUDA context it broke): nothing of the candidate had run yet. Not where the caller cancelled
+    the check then: judging it again without the baseline would start a worker only to kill it."""
     from stitch_mcp.events import COMPILING_BASELINE
 
+    if res.status == "cancelled":
+        return False
     error = _run_result(res).error
     return (not res.ok and res.stage == COMPILING_BASELINE) or (error is not None
                                                                  and error.kind == "compile_baseline_crashed")

@@ -626,3 +626,15 @@ def test_the_room_computes_fp32_as_the_reference_does():
     silently less precise than the reference it is compared with."""
     r = check("ref_relu", "cand_relu_reads_tf32")
     assert r.verdict == "pass", r.summary
+
+
+def test_a_check_cancelled_while_compiling_the_baseline_is_not_judged_again():
+    """A judge that crashed compiling torch.compile's baseline is judged again without it; one the
+    caller cancelled there is not (the second worker would be killed as it starts)."""
+    from stitch_mcp.check import _compile_crashed
+    from stitch_mcp.events import COMPILING_BASELINE
+    from stitch_mcp.outcomes import WorkerResult
+
+    assert _compile_crashed(WorkerResult(status="crash", kind="segfault", stage=COMPILING_BASELINE))
+    assert not _compile_crashed(WorkerResult(status="cancelled", kind="cancelled", stage=COMPILING_BASELINE))
+    assert not _compile_crashed(WorkerResult(status="crash", kind="segfault", stage="timing"))
