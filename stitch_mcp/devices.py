@@ -105,10 +105,10 @@ CPU = Gpu(-1, "cpu", "host CPU")
 
 def lock_dir() -> Path:
     """One folder per host and user, whatever each server's cache dir: every stitch-mcp process
-    on this machine must see the same locks."""
-    folder = Path(tempfile.gettempdir()) / f"stitch-mcp-locks-{os.getuid()}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    on this machine must see the same locks, and no candidate (sandbox.private_folder)."""
+    from stitch_mcp.sandbox import private_folder
+
+    return private_folder(Path(tempfile.gettempdir()) / f"stitch-mcp-locks-{os.getuid()}")
 
 
 def _lock_path(gpu: Gpu) -> Path:

@@ -243,12 +243,23 @@ def _ns_script(policy: SandboxPolicy) -> str:
 # ---------------------------------------------------------------- the command, level by level
 
 
-def _make_ns_root() -> None:
-    """The empty folder the namespaces level mounts on: ours, a real folder (not a link planted in /tmp)."""
-    NS_ROOT.mkdir(mode=0o700, exist_ok=True)
-    info = os.lstat(NS_ROOT)
+def private_folder(path: Path) -> Path:
+    """`path`, made or found: a real folder (not a link planted in /tmp) of this user's, closed to
+    every other uid (mode 0700). What lives in the host's /tmp must be, where a candidate sandboxed
+    only by another uid (level "uid") shares it: it could otherwise make the folder first, or
+    open its lock files and hold them."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-        raise RuntimeError(f"{NS_ROOT} is not a folder owned by this user: remove it")
+        raise RuntimeError(f"{path} is not a folder owned by this user: remove it")
+    if stat.S_IMODE(info.st_mode) & 0o077:  # made by an older version, or under another umask
+        os.chmod(path, 0o700)
+    return path
+
+
+def _make_ns_root() -> None:
+    """The empty folder the namespaces level mounts on."""
+    private_folder(NS_ROOT)
 
 
 def _drop_privileges(uid: int | None) -> list[str]:
@@ -435,8 +446,7 @@ SLOT_LOCKS = Path(tempfile.gettempdir()) / f"stitch-sandbox-slots-{os.geteuid()}
 
 def open_slot_lock(slot: int) -> int:
     """A file descriptor on slot `slot`'s lock file, to flock."""
-    SLOT_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    return os.open(SLOT_LOCKS / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    return os.open(private_folder(SLOT_LOCKS) / f"{slot}.lock", os.O_CREAT | os.O_RDWR, 0o600)
 
 
 # slot -> how many blocks of this THREAD hold it. Per thread: blocks of different threads (eval's

@@ -117,3 +117,34 @@ def test_checks_starting_together_share_one_isolation_probe(monkeypatch):
         sandbox._probe.cache_clear()  # the next test probes with the real function
     assert len(levels) == 6 and len(set(levels)) == 1, levels
     assert len(tried) == len(set(tried)), f"levels probed more than once: {tried}"
+
+
+def test_lock_folders_in_tmp_are_ours_and_closed_to_other_uids(tmp_path):
+    """The device, memory and slot locks live in the host's /tmp, which a candidate sandboxed only
+    by another uid shares: their folder is made closed to it (or closed again, if an older version
+    made it open), and one it planted first (a link, or a folder of its own) is refused."""
+    import os
+    import stat
+
+    from stitch_mcp.devices import lock_dir
+    from stitch_mcp.sandbox import private_folder
+
+    made = private_folder(tmp_path / "new")
+    opened = tmp_path / "open"
+    opened.mkdir(mode=0o755)
+    os.chmod(opened, 0o755)
+    for folder in (made, private_folder(opened), lock_dir()):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
+    (tmp_path / "link").symlink_to(made)
+    with pytest.raises(RuntimeError, match="not a folder owned by this user"):
+        private_folder(tmp_path / "link")
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(RuntimeError, match="not a folder owned by this user"):
+            private_folder(theirs)
+        other_uid = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                                    "-c", f"open({str(lock_dir() / 'device-x.lock')!r}, 'a+')"],
+                                   capture_output=True, text=True)
+        assert other_uid.returncode != 0 and "PermissionError" in other_uid.stderr, other_uid.stderr
