@@ -42,7 +42,10 @@ def test_one_gpu_never_holds_two_leases_at_once():
 
 
 def test_leases_spread_over_gpus_and_prefer_idle_ones():
-    windows = _windows([BUSY, GPU0, GPU1], workers=2, hold=0.3)
+    # GPUs of its own: the test above, in another pytest worker, holds GPU0's lock by turns
+    gpus = [Gpu(g.index, g.uuid + "-spread", g.name, memory_total=100, memory_used=g.memory_used)
+            for g in (BUSY, GPU0, GPU1)]
+    windows = _windows(gpus, workers=2, hold=0.3)
     assert sorted(w[0] for w in windows) == [0, 1]  # the busy GPU 2 was passed over
     with acquire_device(gpus=[BUSY]) as lease:
         assert "in use by other work" in lease.note
