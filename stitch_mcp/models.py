@@ -161,8 +161,10 @@ class BatchTiming(BaseModel):
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
-    room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time: its "
-                                  "room's own median per call (the speedup is the lower of the two)")
+    room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time (or, "
+                                  "saying nothing, capped its speedup): its room's own median per call")
+    unverified: bool = Field(False, description="the batches said nothing (see note); on a CPU the candidate is "
+                             "then timed at one call's bracket, at most eager's time, where its room claims less")
     note: str = ""
 
 

@@ -706,3 +706,28 @@ def test_gpu_honest_short_kernels_keep_their_times(program):
     assert r.verdict == "pass", r.summary
     assert "timing_contradicted" not in codes(r), (r.integrity.findings, r.timing)
     assert r.timing.batch is not None and not r.timing.batch.note, r.timing
+
+
+def test_on_a_busy_cpu_batches_that_say_nothing_grant_no_unseen_speedup():
+    """What a loaded 2-core host did to a room reporting a fifth of its time for eager's own relu
+    (2026-11-26): its batches of 144 calls were cut by the scheduler until they took less than the
+    copies alone, and said nothing; the room's 0.014 ms stood, 4.5x eager. Where neither one call's
+    bracket nor the batches can check a room, its time is the bracket's, at most eager's; a room
+    slower than eager is left as it is, and nothing is called false."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Batches, Lane, baselines, judge_times
+
+    said_nothing = Batches(calls=144, candidate_ms=0.1237, reference_ms=0.2569, copy_ms=0.173)
+    for cand_room, cand_wall, expected in ((0.0138, 0.40, 0.0620), (0.0138, 0.33, 0.042), (0.09, 0.45, 0.09)):
+        res = {"findings": [], "checks_run": []}
+        judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.0620, 0.35, cand_room, cand_wall), said_nothing)
+        assert not res["findings"], res["findings"]
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(expected), res["timing"]
+        assert res["timing"]["batch"]["unverified"]
+        if cand_room < 0.0620:  # eager timed alone again at 0.05 ms: the cap follows it down
+            baselines({}, res, SimpleNamespace(device="cpu"), None, Lane(room_ms=[0.05] * 10))
+            assert res["timing"]["candidate"]["median_ms"] == pytest.approx(min(expected, 0.05)), res["timing"]
+    res = {"findings": [], "checks_run": []}  # on a GPU, as before
+    judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.0620, 0.35, 0.0138, 0.40), said_nothing)
+    assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0138)
