@@ -163,8 +163,8 @@ class BatchTiming(BaseModel):
     idle_wall_ms: float = Field(0.0, description="how long that was")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time (or, "
                                   "saying nothing, capped its speedup): its room's own median per call")
-    unverified: bool = Field(False, description="the batches said nothing (see note); on a CPU the candidate is "
-                             "then timed at one call's bracket, at most eager's time, where its room claims less")
+    unverified: bool = Field(False, description="on a CPU, the batches were noise (see note): the candidate is then "
+                             "given no speedup over eager that one call's bracket, with all its jitter, does not show")
     note: str = ""
 
 

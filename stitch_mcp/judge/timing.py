@@ -213,7 +213,7 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     walls: dict[tuple[str, int], list[float]] = {}
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
     _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
-    batches = _per_call(walls, k, idle)
+    batches = _per_call(walls, k, idle, door_allowance(t, p.device))
     implied, contradicted, info = batch_bound(t, batches, p.device)
     if contradicted or _batches_raise(implied, b_room, p.device) or _unverified(info, p.device):
         # Before calling a room's times false (or, on a CPU, raising them), as many rounds again: other
@@ -221,7 +221,7 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
         # host running a test suite beside it, an honest OpenMP candidate's batches were once 2x
         # slower than its calls.
         _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
-        batches = _per_call(walls, k, idle)
+        batches = _per_call(walls, k, idle, door_allowance(t, p.device))
     return batches
 
 
@@ -263,11 +263,17 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
                 t.must_check.append(seeds[j])
 
 
-def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float]) -> Batches:
-    """Per-call times from the lowest batch of each size: the difference cancels the round trip."""
-    per_call = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4)
+def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float], door: float) -> Batches:
+    """Per-call times from the lowest batch of each size: the difference cancels the round trip.
+    The candidate's is at least its larger batch less the reference's round trip and `door` (how
+    far one room's may honestly exceed the other's): a room that idled through its smaller
+    batches (asked for k/4 calls, it knows which) would otherwise shrink the difference at will."""
+    lowest = {key: min(times) for key, times in walls.items()}
+    per_call = {lane: (lowest[(lane, k)] - lowest[(lane, k // 4)]) / (k - k // 4)
                 for lane in ("candidate", "reference", "copy")}
-    return Batches(calls=k, candidate_ms=per_call["candidate"], reference_ms=per_call["reference"],
+    round_trip = lowest[("reference", k // 4)] - k // 4 * per_call["reference"]
+    candidate = max(per_call["candidate"], (lowest[("candidate", k)] - round_trip - door) / k)
+    return Batches(calls=k, candidate_ms=candidate, reference_ms=per_call["reference"],
                    copy_ms=per_call["copy"], idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
 
 
@@ -307,8 +313,7 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
     a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
-        info.update(note="not used: forward is too short beside the room's own work per call on this host",
-                    unverified=True)
+        info["note"] = "not used: forward is too short beside the room's own work per call on this host"
         return 0.0, False, info
     lost = _lost_in_noise(a_fwd, a_room, b_fwd, bb, device)
     if lost:
@@ -394,8 +399,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     overhead (plus any slowdown of the judge's own work after its calls) exceeds its own times by
     more than the overhead's own jitter, the judge's estimate replaces them and a finding says so.
     For calls too short for that, `batches` (see BATCH_MS) bound the time from below; on a CPU, where
-    they say nothing (a busy host), a room claiming less than its call's bracket is timed at that
-    bracket, at most eager's time."""
+    a busy host made them noise, a room is given no speedup the bracket cannot see (_unseen_capped)."""
     a, b = t.reference, t.candidate
     b_room = statistics.median(b.room_ms)
     a_over = statistics.median([w - r for w, r in zip(a.wall_ms, a.room_ms)])
@@ -419,7 +423,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     elif on_batches:
         estimate = implied
     elif capped:  # neither one call's bracket nor the batches could check the room: no speedup it cannot see
-        estimate = max(b_room, min(bracket, statistics.median(a.room_ms)))
+        estimate = _unseen_capped(b_room, bracket, noise, statistics.median(a.room_ms))
     elif contradicted:
         estimate = max(estimate, implied)
     if b_room <= 0 and estimate <= 0:  # no work takes no time; too short for the judge to tell: as eager
@@ -456,8 +460,8 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     elif capped and estimate > b_room:
         _rescale(cand, estimate, b_room)
         batch_info.update(room_ms=b_room, note=batch_info["note"] + "; the candidate's calls are too short for one "
-                          "call's bracket too, so it is timed at that bracket (at most eager's time): the speedup "
-                          "the judge's clock saw. Check again on a quieter host")
+                          "call's bracket too: it is given no speedup over eager that the bracket does not show, "
+                          "whatever its jitter. Check again on a quieter host")
     elif estimate > b_room:
         _rescale(cand, estimate, b_room)
         why = (f"in batches of {batches.calls} back-to-back calls on the judge's clock it is "
@@ -479,6 +483,13 @@ def _batches_raise(implied: float, b_room: float, device: str) -> bool:
     """Whether, on a CPU, the batches put the candidate slower than its room's time by more than
     CPU_BATCH_AGREES (then they raise it, and the rounds are run again first)."""
     return device != "cuda" and implied > (1 + CPU_BATCH_AGREES) * b_room
+
+
+def _unseen_capped(b_room: float, bracket: float, noise: float, eager_ms: float) -> float:
+    """A room's time where nothing could check it: no faster than eager's unless one call's bracket,
+    given all its jitter, shows it faster; no faster than the bracket allows where that shows it
+    slower."""
+    return max(b_room, min(bracket + noise, max(eager_ms, bracket - noise)))
 
 
 def _unverified(batch_info: dict[str, Any], device: str) -> bool:
@@ -584,9 +595,10 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
             batch, cand = timing.get("batch") or {}, timing["candidate"]
             if batch.get("room_ms") and batch.get("speedup"):  # the batches' speedup, or the room's if lower
                 _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]), cand["median_ms"])
-            elif batch.get("room_ms") and batch.get("unverified"):  # capped at the bracket, at most eager's time
-                _rescale(cand, max(batch["room_ms"], min(timing["bracket"]["candidate_ms"], alone_stats["median_ms"])),
-                         cand["median_ms"])
+            elif batch.get("room_ms") and batch.get("unverified"):  # capped as in judge_times, at eager's new time
+                bracket = timing["bracket"]
+                _rescale(cand, _unseen_capped(batch["room_ms"], bracket["candidate_ms"], bracket["noise_ms"],
+                                              alone_stats["median_ms"]), cand["median_ms"])
     if not spec.get("compare_compile"):
         return
     base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
