@@ -157,6 +157,8 @@ class BatchTiming(BaseModel):
     reference_ms: float = Field(description="per call, the reference's room")
     copy_ms: float = Field(description="per call, everything but forward (being told the calls, copying "
                            "outputs, the loop)")
+    copy_spread_ms: float = Field(0.0, description="per call, how far the copies' second-lowest rounds were above "
+                                  "their lowest: the grain below which a forward is not told from noise (on a CPU)")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")

@@ -731,6 +731,13 @@ def test_on_a_busy_cpu_batches_that_say_nothing_grant_no_unseen_speedup():
     res = {"findings": [], "checks_run": []}  # on a GPU, as before
     judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.0620, 0.35, 0.0138, 0.40), said_nothing)
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0138)
+    assert not res["timing"]["batch"].get("unverified") and "note" not in res["timing"]["batch"]
+    # a quiet host: an honest forward 33x eager's, small beside its copies but well above their grain
+    quiet = Batches(calls=16, candidate_ms=0.065, reference_ms=0.25, copy_ms=0.06, copy_spread_ms=0.002)
+    res = {"findings": [], "checks_run": []}
+    judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.2, 0.5, 0.006, 0.31), quiet)
+    assert not res["findings"] and not res["timing"]["batch"].get("unverified"), res["timing"]["batch"]
+    assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.006)
 
 
 def test_a_room_idling_through_its_smaller_batches_gains_at_most_the_doors_spread():
