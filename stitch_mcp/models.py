@@ -159,6 +159,8 @@ class BatchTiming(BaseModel):
                            "outputs, the loop)")
     copy_spread_ms: float = Field(0.0, description="per call, how far the copies' second-lowest rounds were above "
                                   "their lowest: the grain below which a forward is not told from noise (on a CPU)")
+    busy_host: bool = Field(False, description="more runnable work than cores as the batches ran (the load "
+                            "average): on a CPU a forward must then be a tenth of its batch call to count")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")

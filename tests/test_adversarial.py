@@ -716,6 +716,8 @@ def test_on_a_busy_cpu_batches_that_say_nothing_grant_no_unseen_speedup():
     jitter (here: none); a room slower than eager is left as it is, and nothing is called false."""
     from types import SimpleNamespace
 
+    import dataclasses
+
     from stitch_mcp.judge.timing import Batches, Lane, baselines, judge_times
 
     said_nothing = Batches(calls=144, candidate_ms=0.1237, reference_ms=0.2569, copy_ms=0.173)
@@ -738,6 +740,12 @@ def test_on_a_busy_cpu_batches_that_say_nothing_grant_no_unseen_speedup():
     judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.2, 0.5, 0.006, 0.31), quiet)
     assert not res["findings"] and not res["timing"]["batch"].get("unverified"), res["timing"]["batch"]
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.006)
+    # the same on a busy host, where the copies' rounds can all be cut alike: a tenth of the batch call
+    res = {"findings": [], "checks_run": []}
+    judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.2, 0.5, 0.006, 0.31),
+                dataclasses.replace(quiet, busy_host=True))
+    assert not res["findings"] and res["timing"]["batch"]["unverified"], res["timing"]["batch"]
+    assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.2)
 
 
 def test_a_room_idling_through_its_smaller_batches_gains_at_most_the_doors_spread():
