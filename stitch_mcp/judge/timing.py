@@ -287,9 +287,10 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
     lowest = {key: min(times) for key, times in walls.items()}
     per_call = {lane: (lowest[(lane, k)] - lowest[(lane, k // 4)]) / (k - k // 4)
                 for lane in ("candidate", "reference", "copy")}
-    round_trip = lowest[("reference", k // 4)] - k // 4 * per_call["reference"]
-    candidate = per_call["candidate"] if door is None else \
-        max(per_call["candidate"], (lowest[("candidate", k)] - round_trip - door) / k)
+    candidate = per_call["candidate"]
+    if door is not None:
+        round_trip = lowest[("reference", k // 4)] - k // 4 * per_call["reference"]
+        candidate = max(candidate, (lowest[("candidate", k)] - round_trip - door) / k)
     spread = sum(sorted(walls[("copy", n)])[:2][-1] - lowest[("copy", n)] for n in (k // 4, k)) / (k - k // 4)
     return Batches(calls=k, candidate_ms=candidate, reference_ms=per_call["reference"], copy_ms=per_call["copy"],
                    copy_spread_ms=spread, idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
