@@ -144,14 +144,10 @@ def _inductor_dir() -> str | None:
     not inherit it (judge_room.ROOM_ENV). None where it cannot be made: inductor's default then."""
     try:
         from stitch_mcp.config import get_settings
+        from stitch_mcp.sandbox import private_folder
 
-        folder = get_settings().inductor_dir
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if folder.stat().st_uid != os.geteuid():
-            return None
-        folder.chmod(0o700)
-        return str(folder)
-    except Exception:  # a bad setting must not stop checks
+        return str(private_folder(get_settings().inductor_dir))
+    except Exception:  # a bad setting, or a folder not ours (private_folder), must not stop checks
         return None
 
 

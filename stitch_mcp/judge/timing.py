@@ -192,6 +192,11 @@ class Batches:
     idle_wall_ms: float = 0.0
 
 
+def _door_ms(t: Timed) -> float:
+    """The door's honest overhead per call: the reference room's wall time less its own time."""
+    return statistics.median([w - r for w, r in zip(t.reference.wall_ms, t.reference.room_ms)])
+
+
 def door_allowance(t: Timed, device: str) -> float:
     """How far the per-call bracket may honestly be off: twice the spread of the door's overhead
     over sqrt(calls) (chance), or DOOR_SPREAD of the overhead itself (one room against another)."""
@@ -249,8 +254,7 @@ def _batch_call_ms(t: Timed, device: str) -> float:
     b_room = statistics.median(t.candidate.room_ms)
     if device == "cuda":
         return b_room
-    door = statistics.median([w - r for w, r in zip(t.reference.wall_ms, t.reference.room_ms)])
-    return 2 * max(b_room, statistics.median(t.candidate.wall_ms) - door, statistics.median(t.reference.room_ms))
+    return 2 * max(b_room, statistics.median(t.candidate.wall_ms) - _door_ms(t), statistics.median(t.reference.room_ms))
 
 
 def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: tuple, flush,
@@ -424,7 +428,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     a busy host made them noise, a room is given no speedup the bracket cannot see (_unseen_capped)."""
     a, b = t.reference, t.candidate
     b_room = statistics.median(b.room_ms)
-    a_over = statistics.median([w - r for w, r in zip(a.wall_ms, a.room_ms)])
+    a_over = _door_ms(t)
     noise = door_allowance(t, p.device)
     bracket = statistics.median([w - a_over for w in b.wall_ms])
     a_after, b_after = statistics.median(a.after_ms or [0.0]), statistics.median(b.after_ms or [0.0])
