@@ -19,13 +19,12 @@ command, so Popen keeps its fast spawn path and is safe in a threaded server.
 Lifecycle: one live sandbox per slot (its uid and cgroup are the slot's). Descriptors passed with
 `popen_kwargs(pass_fds=...)` keep their numbers inside. `kill_sandbox(proc, cmd)` ends everything it
 started (with a pid namespace, killing the outer process takes the namespace down; otherwise the slot's
-uid and cgroup are swept); `cleanup_cgroup(slot)` removes a retired slot's cgroup.
+uid and cgroup are swept); `stitch_mcp.cgroups.cleanup_cgroup(slot)` removes a retired slot's cgroup.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import glob
 import json
@@ -46,14 +45,15 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from stitch_mcp.cgroups import CGROUP_PARENT, cgroup_unavailable, kill_cgroup
 from stitch_mcp.config import get_settings
+from stitch_mcp.cpusets import Cpuset, slot_cpuset
+from stitch_mcp.cpusets import unavailable as cpuset_unavailable
 
 log = logging.getLogger(__name__)
 
 Level = Literal["bubblewrap", "namespaces", "uid", "none"]
 LEVELS: tuple[Level, ...] = ("bubblewrap", "namespaces", "uid", "none")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-CGROUP_PARENT = CGROUP_ROOT / "stitch-sandbox"
 # A mount point the namespaces level mounts its private root on (inside its own mount namespace), per uid.
 NS_ROOT = Path(f"/tmp/.stitch-sandbox-root-{os.geteuid()}")
 # Ambient variables a sandboxed program may inherit from the server; everything else is dropped.
@@ -106,6 +106,7 @@ class SandboxedCommand(BaseModel):
     isolation: Isolation
     uid: int | None = Field(None, description="the dedicated uid it runs as; None: the server's")
     cgroup: Path | None = None
+    cpuset: Cpuset | None = Field(None, description="the slot's cpuset: the cores the judge holds it to (cpusets.py)")
 
     def popen_kwargs(self, pass_fds: tuple[int, ...] = ()) -> dict:
         """Popen arguments: its own session (so a process-group kill reaches it), only `pass_fds` inherited
@@ -283,11 +284,13 @@ def _rlimits(policy: SandboxPolicy, uid: int | None, cgroup: Path | None) -> lis
     return argv + ["--"]
 
 
-def _cgroup_placement(cgroup: Path | None) -> list[str]:
-    """Move the (about to exec) process into the slot's cgroup before anything runs: `sh` writes its own pid."""
-    if cgroup is None:
+def _cgroup_placement(procs: list[Path]) -> list[str]:
+    """Move the (about to exec) process into the slot's cgroups before anything runs: `sh` writes its
+    own pid to each `cgroup.procs` (v2's, and a v1 cpuset's)."""
+    if not procs:
         return []
-    return ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(cgroup / "cgroup.procs")]
+    writes = " && ".join(f'echo 0 > "${i}"' for i in range(len(procs)))  # $0 is the first, "$@" from $1 on
+    return ["/bin/sh", "-c", f'{writes} && shift {len(procs) - 1} && exec "$@"', *map(str, procs)]
 
 
 def _level_argv(level: Level, policy: SandboxPolicy, uid: int | None) -> list[str]:
@@ -336,46 +339,6 @@ def _prepare_workdir(workdir: Path, uid: int | None) -> None:
 # ---------------------------------------------------------------- cgroup v2 (memory + pids per slot)
 
 
-@functools.lru_cache(maxsize=1)
-def cgroup_unavailable() -> str:
-    """Why no per-slot cgroup can be made here ('' when it can): needs cgroup v2 with memory and pids,
-    writable, and those controllers enabled for children of /sys/fs/cgroup."""
-    controllers = CGROUP_ROOT / "cgroup.controllers"
-    if not controllers.exists():
-        return "no cgroup v2 at /sys/fs/cgroup"
-    if not {"memory", "pids"} <= set(controllers.read_text().split()):
-        return f"cgroup v2 lacks the memory or pids controller ({controllers.read_text().strip()})"
-    try:
-        CGROUP_PARENT.mkdir(exist_ok=True)
-        for folder in (CGROUP_ROOT, CGROUP_PARENT):
-            _enable_controllers(folder)
-    except OSError as exc:
-        return f"cannot create {CGROUP_PARENT} with memory+pids enabled ({exc.strerror or exc})"
-    return ""
-
-
-def _enable_controllers(folder: Path) -> None:
-    control = folder / "cgroup.subtree_control"
-    if {"memory", "pids"} <= set(control.read_text().split()):
-        return
-    try:
-        control.write_text("+memory +pids")
-    except OSError as exc:
-        if exc.errno != errno.EBUSY or folder != CGROUP_ROOT:
-            raise
-        # A container's root cgroup that holds processes cannot hand controllers to children ("no internal
-        # processes"): move them into a leaf of their own first, as docker-in-docker does. No limits there.
-        leaf = CGROUP_ROOT / "stitch-server"
-        leaf.mkdir(exist_ok=True)
-        for pid in (CGROUP_ROOT / "cgroup.procs").read_text().split():
-            try:
-                (leaf / "cgroup.procs").write_text(pid)
-            except OSError:
-                pass  # exited meanwhile
-        log.info("moved this container's processes into %s to enable memory+pids for sandboxes", leaf)
-        control.write_text("+memory +pids")
-
-
 def _slot_cgroup(policy: SandboxPolicy) -> Path | None:
     if cgroup_unavailable():
         return None
@@ -390,32 +353,6 @@ def _slot_cgroup(policy: SandboxPolicy) -> Path | None:
         log.warning("no cgroup for sandbox slot %d: %s", policy.slot, exc)
         return None
     return folder
-
-
-def _kill_cgroup(folder: Path) -> None:
-    if (folder / "cgroup.kill").exists():
-        (folder / "cgroup.kill").write_text("1")
-        return
-    for pid in (folder / "cgroup.procs").read_text().split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def cleanup_cgroup(slot: int, timeout_s: float = 5.0) -> None:
-    """Kill whatever is left in a slot's cgroup and remove it (call once the slot is retired)."""
-    folder = CGROUP_PARENT / f"slot-{slot}"
-    if not folder.exists():
-        return
-    _kill_cgroup(folder)
-    deadline = time.monotonic() + timeout_s
-    while (folder / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        folder.rmdir()
-    except OSError as exc:
-        log.warning("could not remove %s: %s", folder, exc)
 
 
 # ---------------------------------------------------------------- probing and describing
@@ -563,6 +500,8 @@ def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool 
                     "processes only by RLIMIT_NPROC")
     else:
         mech.append("cgroup v2 memory+pids per slot")
+    if not cpuset_unavailable():
+        mech.append("cgroup cpuset per slot: held to the core it is timed on")
     return Isolation(level=level, mechanisms=mech, warnings=warn)
 
 
@@ -607,14 +546,17 @@ def sandboxed(argv: list[str], policy: SandboxPolicy) -> SandboxedCommand:
     if level == "namespaces":
         _make_ns_root()
     cgroup = _slot_cgroup(policy)
+    cpuset = slot_cpuset(policy.slot)
     isolation = _describe(level, uid, policy.network, policy.pid_namespace)
     isolation.warnings += [w for w in base.warnings if w not in isolation.warnings]
     if level in ("uid", "none") and not _warned_weak:
         _warned_weak = True
         log.warning("candidate code runs with weak isolation (%s): %s", level, "; ".join(isolation.warnings))
-    full = _cgroup_placement(cgroup) + _rlimits(policy, uid, cgroup) + _level_argv(level, policy, uid) + list(argv)
+    procs = [cgroup / "cgroup.procs"] if cgroup is not None else []
+    procs += [f for f in (cpuset.procs if cpuset is not None else []) if f not in procs]
+    full = _cgroup_placement(procs) + _rlimits(policy, uid, cgroup) + _level_argv(level, policy, uid) + list(argv)
     return SandboxedCommand(argv=full, env=_environment(policy), cwd=Path(os.path.realpath(policy.workdir)),
-                            isolation=isolation, uid=uid, cgroup=cgroup)
+                            isolation=isolation, uid=uid, cgroup=cgroup, cpuset=cpuset)
 
 
 def kill_sandbox(proc: subprocess.Popen, cmd: SandboxedCommand, timeout_s: float = 10.0) -> int | None:
@@ -627,8 +569,9 @@ def kill_sandbox(proc: subprocess.Popen, cmd: SandboxedCommand, timeout_s: float
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    if cmd.cgroup is not None and cmd.cgroup.exists():
-        _kill_cgroup(cmd.cgroup)
+    for folder in {cmd.cgroup, *(f.parent for f in (cmd.cpuset.procs if cmd.cpuset else []))} - {None}:
+        if folder.exists():
+            kill_cgroup(folder)
     if cmd.uid is not None:
         kill_uid(cmd.uid)
     try:

@@ -302,3 +302,66 @@ def test_a_profiler_in_the_sandbox_finds_its_real_install(tmp_path):
         assert run.stdout.strip() == "real ncu --version", run.stdout + run.stderr
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+# A program that reports the cores it may run on, tries to widen them (itself and a child it starts
+# afterwards), and reports again, once per line it reads.
+WIDEN_PROGRAM = """
+import os, subprocess, sys
+for _ in sys.stdin:
+    try:
+        os.sched_setaffinity(0, set(range(os.cpu_count())))
+    except OSError:
+        pass
+    child = subprocess.run([sys.executable, "-c", "import os; os.sched_setaffinity(0, set(range(os.cpu_count())))"
+                            "; print(sorted(os.sched_getaffinity(0)))"], capture_output=True, text=True).stdout
+    print(sorted(os.sched_getaffinity(0)), child.strip(), flush=True)
+"""
+
+
+def test_a_held_slot_cannot_widen_its_cores(level, tmp_path):
+    """The judge holds a sandbox to one core through its slot's cpuset: neither the process nor a child
+    it starts can widen its affinity past it; released, both may run anywhere again."""
+    from stitch_mcp import cpusets
+
+    if cpusets.unavailable() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip(f"no cpuset to hold here: {cpusets.unavailable() or 'one core'}")
+    cmd = sandboxed([sys.executable, "-c", WIDEN_PROGRAM], SandboxPolicy(workdir=tmp_path / "work"))
+    assert cmd.cpuset is not None and "cpuset" in cmd.isolation.line()
+    proc = subprocess.Popen(**cmd.popen_kwargs(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    every = sorted(cmd.cpuset.cpus())
+    assert set(every) == os.sched_getaffinity(0), "a new sandbox's slot has every core the server has"
+    try:
+        core = every[-1]
+        cmd.cpuset.hold({core})
+        proc.stdin.write("held\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().split() == [f"[{core}]", f"[{core}]"]
+        cmd.cpuset.release()
+        proc.stdin.write("released\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == f"{every} {every}"
+    finally:
+        kill_sandbox(proc, cmd)
+
+
+def test_a_slots_cpu_counts_every_process_it_starts(level, tmp_path):
+    """The CPU the judge reads from a slot's cgroup counts the work of a child the sandboxed program
+    starts and reaps, and of one it never reaps: no process of its own escapes it."""
+    from stitch_mcp import cpusets
+
+    if cpusets.unavailable():
+        pytest.skip(f"no slot cgroups here: {cpusets.unavailable()}")
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    program = ("import os, subprocess, sys\n"
+               f"subprocess.run([sys.executable, '-c', {burn!r}])\n"
+               f"left = subprocess.Popen([sys.executable, '-c', {burn + 'print(1)'!r}], stdout=subprocess.PIPE)\n"
+               "print(left.stdout.read().decode().strip(), flush=True)\nos._exit(0)\n")
+    cmd = sandboxed([sys.executable, "-c", program], SandboxPolicy(workdir=tmp_path / "work"))
+    before = cmd.cpuset.used_ms()
+    proc = subprocess.Popen(**cmd.popen_kwargs(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.read().strip() == "1"
+        assert cmd.cpuset.used_ms() - before >= 550
+    finally:
+        kill_sandbox(proc, cmd)

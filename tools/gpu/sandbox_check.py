@@ -246,7 +246,7 @@ def main() -> None:
                 check_level(level, pid_namespace)
             except Exception as exc:
                 print(f"=== {level}: FAILED in the judge: {type(exc).__name__}: {exc}")
-    from stitch_mcp.sandbox import cleanup_cgroup
+    from stitch_mcp.cgroups import cleanup_cgroup
 
     cleanup_cgroup(0)
 
