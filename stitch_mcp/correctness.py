@@ -139,7 +139,7 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
     def run_ref(i: int) -> None:
         ref_model(*buf)
 
-    with torch.no_grad():
+    with torch.no_grad(), timing_mod.one_core(kw["device"]):
         eager = timing_mod.bench(run_ref, **kw)
     eager.pop("method", None)
     out: dict[str, Any] = {"eager": eager, "compiled": None, "compile_note": ""}
@@ -151,7 +151,7 @@ def measure_baselines(ref_model, inputs: TimingInputs, kw: dict[str, Any], compa
     out["compile_note"] = compiled.note
     if compiled.model is not None:
         try:
-            with torch.no_grad():
+            with torch.no_grad(), timing_mod.one_core(kw["device"]):
                 comp = timing_mod.bench(lambda i: compiled.model(*buf), **kw)
         except Exception as exc:
             out["compile_note"] = _compile_failure(exc, raise_oom, "timing it")
@@ -177,7 +177,7 @@ def compile_reference(ref_model, buf: list[Any], device: str, raise_oom: bool = 
     t0 = time.monotonic()
     try:
         model = torch.compile(ref_model)
-        with torch.no_grad():
+        with torch.no_grad(), timing_mod.one_core(device):  # its C++ keeps the thread count it is compiled with
             model(*buf)
         if device == "cuda":
             torch.cuda.synchronize()

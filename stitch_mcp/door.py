@@ -183,6 +183,8 @@ class Called(BaseModel):
     kind: Literal["called"] = "called"
     outputs: list[OutputMeta] = Field(default_factory=list)
     room_ms: float | None = Field(None, description="the room's own time of the call (untrusted)")
+    room_cpu_ms: float | None = Field(None, description="on a CPU, its calling thread's CPU time over the call "
+                                      "(untrusted; the reference's tells the judge what its door costs)")
     unwritten: int = 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import select
 import shutil
@@ -46,10 +47,12 @@ from stitch_mcp.door import (
     Rehearse,
     Run,
 )
+from stitch_mcp.cpusets import unavailable as cpuset_unavailable
 from stitch_mcp.crashes import classify_error_text
 from stitch_mcp.outcomes import _Capture, describe_signal, malloc_env
 from stitch_mcp.stage_results import BuiltExtension, CompilerDiagnostic, RoomReport, valid_records
 
+log = logging.getLogger(__name__)
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 READY_S = 120.0  # importing torch in a fresh, sandboxed process on a busy host
 CALL_S = 120.0
@@ -136,6 +139,8 @@ class RoomClient:
                     "STITCH_ROOM": "1",  # devices.py: a room of ours on the GPU is not foreign work
                     **malloc_env(),
                     "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions")})
+        if not gpu and not cpuset_unavailable():  # timed on one core (judge._one_core): more threads only queue there
+            env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if cuda_ahead is not None:
             env.update({"CUDA_VISIBLE_DEVICES": cuda_ahead, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "STITCH_ROOM_CUDA_AHEAD": "1"})
         # OMP_WAIT_POLICY: OpenMP threads that spin after each parallel region take the cores from
@@ -371,11 +376,27 @@ class RoomClient:
             return total
         return used
 
+    @property
+    def held(self) -> bool:
+        """Whether `pin` holds the room by its slot's cpuset: nothing in it can widen that."""
+        return getattr(self.command, "cpuset", None) is not None
+
+    def cpu_ms(self) -> float:
+        """The CPU time the room's processes have used, from its slot's cgroup (only where `held`)."""
+        return self.command.cpuset.used_ms()
+
     def pin(self, cpus: set[int]) -> bool:
-        """Run every thread of the room's processes on `cpus`; False where this host does not let
-        us (another uid's threads need CAP_SYS_NICE)."""
+        """Run every thread of the room's processes on `cpus`: by the slot's cpuset where it has one
+        (the processes it starts later too), else each thread's affinity; False where this host does
+        not let us (another uid's threads need CAP_SYS_NICE)."""
         import psutil
 
+        if self.held:
+            try:
+                self.command.cpuset.hold(cpus)
+                return True
+            except OSError:
+                log.warning("could not hold room %s to cores %s by its cpuset", self.proc.pid, cpus)
         ok = True
         for proc in self._room_processes():
             try:

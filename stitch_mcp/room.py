@@ -191,9 +191,9 @@ class _Room:
                 out = _guarded("call", lambda: self.model(*args))
                 end.record()
             else:
-                h0 = time.perf_counter()
+                c0, h0 = time.thread_time(), time.perf_counter()
                 out = _guarded("call", lambda: self.model(*args))
-                h1 = time.perf_counter()
+                h1, c1 = time.perf_counter(), time.thread_time()
             self.last_outputs = _flatten(torch, out)
             metas = _copy_outputs(torch, self.last_outputs, targets, args)  # before any synchronize
             if cuda:
@@ -201,10 +201,11 @@ class _Room:
             if message.release and cuda:
                 out, self.last_outputs = None, []
                 torch.cuda.empty_cache()
-        room_ms = None
+        room_ms = room_cpu_ms = None
         if message.timed:
             room_ms = start.elapsed_time(end) if cuda else (h1 - h0) * 1e3
-        return Called(outputs=metas, room_ms=room_ms)
+            room_cpu_ms = None if cuda else (c1 - c0) * 1e3
+        return Called(outputs=metas, room_ms=room_ms, room_cpu_ms=room_cpu_ms)
 
     def batch(self, message: Batch, _fds) -> Done:
         view = self.shared.view

@@ -6,16 +6,19 @@ On a GPU: CUDA events around each call on the current stream, the L2 cache flush
 write) before every call, a device-wide synchronize after every call (so work on any stream has
 finished before the next call and before a time is read), and the host clock around the same
 interval (a time far above the events' time means work escaped the timed stream). On the CPU: the
-host clock. Warm-up first, then timed calls until the spread is small (IQR/median under
+host clock; where the rooms are timed on one core by their CPU (`one_core`), this thread's CPU
+time, on one core with one thread. Warm-up first, then timed calls until the spread is small (IQR/median under
 `rel_spread`), a time budget is spent, or `max_calls` is reached. Returns median, IQR, coefficient
 of variation and min.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _perf_counter = time.perf_counter
@@ -31,6 +34,38 @@ except Exception:  # pragma: no cover - torch is always there in a worker
     _torch = None
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def one_core(device: str) -> Iterator[None]:
+    """On a CPU host whose rooms are timed on one core with one thread (stitch_mcp.cpusets), this
+    thread and torch's the same while the block runs: compiling too, as torch.compile's C++ takes
+    its thread count at compile time. Elsewhere nothing changes."""
+    from stitch_mcp.cpusets import unavailable
+
+    if device.startswith("cuda") or _torch is None or unavailable() or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    global _cpu_clock
+    own, threads = os.sched_getaffinity(0), _torch.get_num_threads()
+    os.sched_setaffinity(0, {_current_core()})
+    _torch.set_num_threads(1)
+    _cpu_clock = time.thread_time
+    try:
+        yield
+    finally:
+        _cpu_clock = None
+        os.sched_setaffinity(0, own)
+        _torch.set_num_threads(threads)
+
+
+_cpu_clock: Callable[[], float] | None = None  # set by one_core
+
+
+def _current_core() -> int:
+    import psutil
+
+    return psutil.Process().cpu_num()  # the core this process last ran on
 
 
 def _stats(times: list[float]) -> dict[str, float]:
@@ -86,9 +121,10 @@ def bench(fn: Callable[[int], Any], *, device: str = "cpu", setup: Callable[[int
             times.append(_elapsed_time(start, end))
             host.append((h1 - h0) * 1e3)
         else:
-            h0 = _perf_counter()
+            clock = _cpu_clock or _perf_counter
+            h0 = clock()
             fn(warmup + i)
-            h1 = _perf_counter()
+            h1 = clock()
             times.append((h1 - h0) * 1e3)
             host.append(times[-1])
         i += 1

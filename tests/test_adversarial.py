@@ -613,6 +613,36 @@ def test_a_room_that_works_while_not_asked_earns_no_speedup():
             assert res["timing"]["candidate"]["median_ms"] >= 0.0185, res["timing"]["candidate"]
 
 
+def _cpu_clock_lanes(cand_cpu: float, cand_claim: float, n: int = 20, idle_cpu: float = 0.2):
+    """Lanes on the CPU clock: the reference's room used 0.30 ms of CPU per call, 0.05 of them its
+    forward by its own account (a door of 0.25 ms)."""
+    from stitch_mcp.judge.timing import Lane, Timed
+
+    ref = Lane(room_ms=[0.06] * n, wall_ms=[0.6] * n, cpu_ms=[0.30] * n, own_cpu_ms=[0.05] * n)
+    cand = Lane(room_ms=[cand_claim] * n, wall_ms=[0.6] * n, cpu_ms=[cand_cpu] * n, own_cpu_ms=[cand_claim] * n)
+    return Timed(reference=ref, candidate=cand, cpu_clock=True, idle_cpu_ms=idle_cpu, idle_wall_ms=300.0)
+
+
+def test_on_the_cpu_clock_a_call_is_its_rooms_cpu_less_the_doors():
+    """On a CPU whose rooms are held to one core, the candidate is timed by the CPU its processes
+    used per call less what the door costs the reference's room, whatever it says: an honest claim
+    stands beside it, a forged one is named and changes nothing, and CPU used between its calls
+    earns it no speedup."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import judge_times
+
+    for cand_cpu, claim, idle, finding, timed_ms in ((0.27, 0.025, 0.2, None, 0.02),   # honest, 2.5x
+                                                     (0.30, 0.001, 0.2, "timing_contradicted", 0.05),  # forged
+                                                     (0.26, 0.012, 40.0, "work_while_idle", 0.05)):  # works between
+        res = {"findings": [], "checks_run": []}
+        judge_times(res, SimpleNamespace(device="cpu"), _cpu_clock_lanes(cand_cpu, claim, idle_cpu=idle))
+        assert codes_of(res) == ({finding} if finding else set()), res["findings"]
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
+        assert res["timing"]["eager"]["median_ms"] == pytest.approx(0.05, rel=1e-6)
+        assert "timing_cpu_clock" in res["checks_run"] and "CPU time" in res["timing"]["method"]
+
+
 def codes_of(res: dict) -> set[str]:
     return {f["code"] for f in res["findings"]}
 

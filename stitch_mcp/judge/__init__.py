@@ -161,26 +161,28 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     lap = _lap(res["stage_seconds"])  # the parts of timing, for tools/bench_check.py
     restore_weights(p, room)  # the task's weights after a trial re-initialised them: as the reference's room has
     free_cached(p, 4 * p.out_bytes)  # what the trials left cached in the judge: both rooms' outputs need it now
-    with _one_core(p, rooms, res):
+    with _one_core(p, rooms, res) as one_core:
         timed = time_rooms(spec, p, rooms)
         lap("timing_interleaved")
         batches = None
-        if door_allowance(timed, p.device) > 0.1 * statistics.median(timed.candidate.room_ms):  # too short for one call's bracket
+        if not timed.cpu_clock and door_allowance(timed, p.device) > 0.1 * statistics.median(timed.candidate.room_ms):
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
-    res["findings"] += room.process_findings()
-    alone = None
-    if eager_agrees(spec, res, timed):
-        closing = _start_closing([room, reference])
-    else:
-        room.close()  # from here on nothing of the candidate runs
-        stage("timing", what="eager alone")
-        alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
-        lap("timing_eager_alone")
-        closing = _start_closing([reference])
+        res["findings"] += room.process_findings()
+        alone = None
+        if eager_agrees(spec, res, timed):
+            closing = _start_closing([room, reference])
+        else:
+            room.close()  # from here on nothing of the candidate runs
+            stage("timing", what="eager alone")
+            alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
+            lap("timing_eager_alone")
+            closing = _start_closing([reference])
     try:
         judge_times(res, p, timed, batches)
+        if one_core and p.device != "cuda":
+            res["timing"]["method"] += "; the judge and both rooms on one core (each room held by a cpuset), one thread each"
         stage("timing", what="checking timed outputs")
         check_timed_outputs(res, p, timed)  # on samples the judge holds, while the rooms end
         lap("timing_outputs_checked")
@@ -209,24 +211,31 @@ def _start_closing(rooms: list[RoomClient]) -> threading.Thread:
 
 @contextlib.contextmanager
 def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
-    """On a GPU, the judge and both rooms share one CPU core while they are timed (they take turns,
-    never run at once): a call's host work (launches, the door) then runs equally fast in either
-    room. On an H100 host two rooms' host work differed by up to 35% for a whole check, from the
-    cores they had. Where the host does not let us pin the rooms, a note says so."""
-    if p.device != "cuda" or not hasattr(os, "sched_setaffinity"):
-        yield
+    """The judge and both rooms share one CPU core while they are timed (they take turns, never run
+    at once). On a GPU a call's host work (launches, the door) then runs equally fast in either room:
+    on an H100 host two rooms' host work differed by up to 35% for a whole check, from the cores they
+    had. On a CPU, only where each room is held by its slot's cpuset (stitch_mcp.cpusets: a room
+    could otherwise spread its threads over every core, eager keeping one), with one thread in the
+    judge as in the rooms; a note says where the rooms could not be pinned."""
+    cpu = p.device != "cuda"
+    if not hasattr(os, "sched_setaffinity") or (cpu and not all(room.held for room in rooms.values())):
+        yield False
         return
     import psutil
 
-    own = os.sched_getaffinity(0)
+    own, threads = os.sched_getaffinity(0), p.torch.get_num_threads()
     core = {psutil.Process().cpu_num()}
     os.sched_setaffinity(0, core)
+    if cpu:
+        p.torch.set_num_threads(1)
     try:
-        if not all(room.pin(core) for room in rooms.values()):
+        pinned = all(room.pin(core) for room in rooms.values())
+        if not pinned:
             res["notes"].append("timing: the rooms could not be pinned to the judge's CPU core on this host")
-        yield
+        yield pinned
     finally:
         os.sched_setaffinity(0, own)
+        p.torch.set_num_threads(threads)
 
 
 def _extend_deadlines(rooms: dict[str, RoomClient], waited_s: float) -> None:

@@ -35,6 +35,8 @@ class Lane:
     wall_ms: list[float] = field(default_factory=list)
     after_ms: list[float] = field(default_factory=list)
     block_medians: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)  # on the CPU clock (Timed.cpu_clock): its processes' CPU per call
+    own_cpu_ms: list[float] = field(default_factory=list)  # and the room's own account of its calling thread's
 
 
 @dataclass
@@ -45,6 +47,9 @@ class Timed:
     must_check: list[int] = field(default_factory=list)  # seeds whose samples are always compared
     out_bytes: int = 0
     in_bytes: int = 0
+    cpu_clock: bool = False  # on a CPU with both rooms held to one core: see judge_cpu_clock
+    idle_cpu_ms: float = 0.0  # on the CPU clock, the candidate's processes' CPU between its calls
+    idle_wall_ms: float = 0.0
 
 
 BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
@@ -59,7 +64,7 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     n_max = int(spec.get("timing_iters") or 100)
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
     out_specs = [s[0] if s else None for s in p.outputs]
-    t = Timed(Lane(), Lane())
+    t = Timed(Lane(), Lane(), cpu_clock=p.device != "cuda" and all(room.held for room in rooms.values()))
     for room in rooms.values():
         attach(p, room)
     started = time.monotonic()
@@ -67,6 +72,7 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     for which in ("reference", "candidate"):  # warm-up, untimed (each room made a first call before the lease)
         rooms[which].call(Call(args=args, outputs=out_specs, timed=True))
         args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
+    cpu_from, wall_from = (rooms["candidate"].cpu_ms() if t.cpu_clock else 0.0), time.perf_counter()
     while len(t.candidate.room_ms) < n_max:
         for which in ("reference", "candidate"):  # inputs of their own: nothing one room sees helps the other
             lane = getattr(t, which)
@@ -77,9 +83,12 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
                     _sample_outputs(p, t, seed)
             lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
         n = len(t.candidate.room_ms)
-        if n >= 10 and (max(_spread(t.candidate.room_ms), _spread(t.reference.room_ms)) < 0.02
+        if n >= 10 and (max(_spread(_clock(t.candidate, t.reference)), _spread(_clock(t.reference, t.reference))) < 0.02
                         or time.monotonic() - started > 2.0):
             break
+    if t.cpu_clock:
+        t.idle_cpu_ms = rooms["candidate"].cpu_ms() - cpu_from - sum(t.candidate.cpu_ms)
+        t.idle_wall_ms = (time.perf_counter() - wall_from) * 1e3 - sum(t.candidate.wall_ms)
     t.in_bytes = integ.tensor_bytes([s[1] for s in p.inputs if s is not None])
     return t
 
@@ -88,9 +97,14 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out
     args, gap_ms = _gap(p, flush, seed)
     if lane.wall_ms:
         lane.after_ms.append(gap_ms)
+    on_cpu_clock = p.device != "cuda" and room.held
+    c0 = room.cpu_ms() if on_cpu_clock else 0.0
     h0 = time.perf_counter()
     called = room.call(Call(args=args, outputs=out_specs, timed=True))
     lane.wall_ms.append((time.perf_counter() - h0) * 1e3)
+    if on_cpu_clock:
+        lane.cpu_ms.append(room.cpu_ms() - c0)
+        lane.own_cpu_ms.append(float(called.room_cpu_ms or 0.0))
     if called.room_ms is None or not called.room_ms >= 0:
         raise RoomGone("timing_forgery", "the room reported no time for a timed call")
     lane.room_ms.append(float(called.room_ms))
@@ -120,7 +134,7 @@ def eager_agrees(spec: dict[str, Any], res: dict[str, Any], t: Timed) -> bool:
     EAGER_AGREES, EAGER_ROOM_TTL_S)."""
     record = (spec.get("baselines_by_device") or {}).get(res.get("device", "")) or {}
     cached, at = record.get("eager_room"), record.get("eager_room_at") or 0.0
-    beside = statistics.median(t.reference.room_ms)
+    beside = statistics.median(_clock(t.reference, t.reference))
     return bool(cached) and time.time() - at < EAGER_ROOM_TTL_S and beside <= (1 + EAGER_AGREES) * cached["median_ms"]
 
 
@@ -316,14 +330,23 @@ def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[
 def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush) -> float:
     """The judge's time of one batch: from telling the room its calls to its answer to Run. A room
     that did its calls as soon as it was told them would otherwise do them before the clock (the
-    telling, the same in every lane, cancels out of the per-call differences)."""
+    telling, the same in every lane, cancels out of the per-call differences). On a CPU, where the
+    room is held to one core (room.held), the CPU its processes used meanwhile (the kernel's
+    accounting of its cgroup, which it cannot change): beside two busy loops the wall clock also
+    counts every turn they took on that core, and batches of eager's relu moved 1.3x from one check
+    to the next (2026-11-26)."""
     if flush is not None:
         flush.zero_()
     sync(p)
-    h0 = time.perf_counter()
+    clock = room.cpu_ms if p.device != "cuda" and room.held else _wall_ms
+    h0 = clock()
     room.ask(batch)
     room.ask(Run())
-    return (time.perf_counter() - h0) * 1e3
+    return clock() - h0
+
+
+def _wall_ms() -> float:
+    return time.perf_counter() * 1e3
 
 
 def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool, dict[str, Any]]:
@@ -417,6 +440,68 @@ def _stats(times: list[float]) -> dict[str, float]:
             "cv": statistics.pstdev(s) / mean if mean > 0 and len(s) > 1 else 0.0}
 
 
+# On the CPU clock, the candidate's processes may use this share of the CPU of its calls, and
+# IDLE_CLOCK_MS, between them (an honest room finishing its reply after the judge has it back).
+IDLE_CLOCK_MS = 5.0
+
+
+def _door_cpu(reference: Lane) -> float:
+    """On the CPU clock, what a call costs a room besides forward (the door, the views of its
+    inputs, copying its outputs): the reference room's CPU per call less its own account of its
+    forward (the task's code, not the candidate's, runs there)."""
+    return statistics.median([c - o for c, o in zip(reference.cpu_ms, reference.own_cpu_ms)])
+
+
+def _clock(lane: Lane, reference: Lane) -> list[float]:
+    """A lane's time per call on the clock its check is judged by: on the CPU clock, its processes'
+    CPU less the door's (`reference`: the lane that tells what the door costs); else the room's own."""
+    if not lane.cpu_ms:
+        return lane.room_ms
+    door = _door_cpu(reference)
+    return [max(c - door, 0.0) for c in lane.cpu_ms]
+
+
+def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
+    """On a CPU where both rooms are held to the judge's core (stitch_mcp.cpusets), each call is
+    timed by the CPU its room's processes used (the kernel's accounting of the slot's cgroup, read by
+    the judge before and after) less what the door costs a room: the wall clock there also counts
+    the turns other work takes on that core, the CPU clock does not. Nothing the candidate says is
+    used: its processes cannot do work that clock does not count (threads, children, helpers are
+    all in the cgroup; on one core more threads gain nothing), and CPU it uses between its calls
+    (ahead of them, or after answering) earns it no speedup."""
+    a, b = t.reference, t.candidate
+    eager, cand = _clock(a, a), _clock(b, a)
+    stats = _stats(cand)
+    stats["host_median_ms"] = statistics.median(b.wall_ms)
+    door = _door_cpu(a)
+    res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
+                               "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
+                     "candidate": stats, "eager": _stats(eager),
+                     "eager_block_spread": _block_spread(_block_medians(eager)),
+                     "candidate_block_spread": _block_spread(_block_medians(cand)),
+                     "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": door,
+                                 "noise_ms": _iqr([c - o for c, o in zip(a.cpu_ms, a.own_cpu_ms)]),
+                                 "after_ms": 0.0, "reference_after_ms": 0.0}}
+    res["checks_run"].append("timing_cpu_clock")
+    b_room = statistics.median(b.room_ms)
+    if t.idle_cpu_ms > max(IDLE_CLOCK_MS, IDLE_CPU_SHARE * sum(b.cpu_ms)):
+        _rescale(stats, max(stats["median_ms"], statistics.median(eager)), stats["median_ms"])
+        res["findings"].append(integ.finding(
+            "work_while_idle", f"the candidate's processes used {t.idle_cpu_ms:.1f} ms of CPU in the "
+            f"{t.idle_wall_ms:.0f} ms between its calls (while the judge wrote inputs and timed the reference), "
+            f"against {sum(b.cpu_ms):.1f} ms in them: work ahead of its timed calls or after answering them; its "
+            "times earn no speedup", severity="warning", confidence="probable"))
+    elif b_room < 0.5 * stats["median_ms"] - 0.01:  # an honest room's own clock counts at least its CPU
+        res["findings"].append(integ.finding(
+            "timing_contradicted", f"the room reported {b_room:.4f} ms per call but its processes used "
+            f"{stats['median_ms']:.4f} ms of CPU per call (the door's own cost taken off): forged times; the "
+            "candidate is timed by its CPU", severity="warning", confidence="probable"))
+
+
+def _block_medians(times: list[float]) -> list[float]:
+    return [statistics.median(times[i:i + BLOCK]) for i in range(0, len(times) - BLOCK + 1, BLOCK)]
+
+
 def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | None = None) -> None:
     """The candidate room's times stand only where the judge's clock agrees. The reference's room
     is the same kind of process doing the same kind of call at the same moments, so its wall time
@@ -425,7 +510,11 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     overhead (plus any slowdown of the judge's own work after its calls) exceeds its own times by
     more than the overhead's own jitter, the judge's estimate replaces them and a finding says so.
     For calls too short for that, `batches` (see BATCH_MS) bound the time from below; on a CPU, where
-    a busy host made them noise, a room is given no speedup the bracket cannot see (_unseen_capped)."""
+    a busy host made them noise, a room is given no speedup the bracket cannot see (_unseen_capped).
+    On the CPU clock: judge_cpu_clock."""
+    if t.cpu_clock:
+        judge_cpu_clock(res, t)
+        return
     a, b = t.reference, t.candidate
     b_room = statistics.median(b.room_ms)
     a_over = _door_ms(t)
@@ -612,7 +701,7 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
     before the check's memory share where check.py asked for `compile_in_judge`: prepare._compile_ahead)."""
     timing = res["timing"]
     if alone is not None:
-        alone_stats = _stats(alone.room_ms)
+        alone_stats = _stats(_clock(alone, alone))
         timing["eager_alone"] = alone_stats
         if alone_stats["median_ms"] < timing["eager"]["median_ms"]:
             timing["eager_note"] = (f"eager timed {timing['eager']['median_ms']:.4g} ms beside the candidate and "
