@@ -315,7 +315,7 @@ def compile_on_fake_tensors(torch, ref_mod, init_args: list[Any], device: str) -
                 torch.manual_seed(0)
                 model = ref_mod.Model(*init_args)
             inputs = make_inputs(ref_mod, device, 0)
-            with torch.no_grad():
+            with torch.no_grad(), timing_mod.one_core(device):  # as the real compile: the same C++ threads
                 torch.compile(model, backend=compile_then_trace)(*inputs)
         return time.monotonic() - t0
     except Exception:

@@ -7,13 +7,14 @@ affinity (`sched_setaffinity`) at will, so a room held by affinity alone could s
 threads over every core while eager has one; its cgroup's cpuset it cannot widen: only root (the
 server) writes it, and every process the room starts inherits it.
 
-cgroup v1 (a hierarchy with the `cpuset` controller, as on this project's CI host) or v2 (the
-`cpuset` controller enabled under the sandbox's cgroup folder, see stitch_mcp.sandbox). Where
-neither can be had (not root, no cpuset controller) `unavailable()` says why, and rooms on a CPU are
-timed unpinned with their default threads.
+cgroup v1 (a hierarchy with the `cpuset` controller, as on this project's CI host, with one with
+`cpuacct` beside it) or v2 (the `cpuset` controller enabled under the sandbox's cgroup folder, see
+stitch_mcp.cgroups). Where neither can be had (not root, no cpuset controller) `unavailable()` says
+why, and rooms on a CPU are timed unpinned on the wall clock with their default threads.
 
-The same cgroups count the CPU a slot's processes use (`Cpuset.used_ms`): the judge times batches of
-calls by it on a CPU, where the wall clock also counts the turns other work on the held core takes.
+The same cgroups count the CPU a slot's processes use (`Cpuset.used_ms`): the judge times each call
+on a CPU by it (stitch_mcp.judge.timing.judge_cpu_clock), where the wall clock also counts the turns
+other work takes on the held core.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Cpuset(BaseModel):
         return [self.folder / "cgroup.procs"] + ([self.accounting / "cgroup.procs"] if self.accounting else [])
 
     def used_ms(self) -> float:
-        """CPU time every process of the slot has used since it was made or reset (the kernel's
+        """CPU time every process of the slot has used since it was made (the kernel's
         accounting: threads, children, processes reaped or re-parented alike). Exact to the
         nanosecond with v1, the microsecond with v2; other work on the host does not add to it."""
         if self.version == 2:
@@ -152,8 +153,10 @@ def slot_cpuset(slot: int) -> Cpuset | None:
             cpuset = Cpuset(folder=V2_ROOT / FOLDER / f"slot-{slot}", version=2)
             cpuset.folder.mkdir(exist_ok=True)
         else:
-            cpuset = Cpuset(folder=_v1_root() / FOLDER / f"slot-{slot}", version=1,  # type: ignore[operator]
-                            accounting=_v1_root("cpuacct") / FOLDER / f"slot-{slot}")  # type: ignore[operator]
+            root, accounting = _v1_root(), _v1_root("cpuacct")
+            if root is None or accounting is None:  # a v2 host whose cpuset controller went off since
+                return None
+            cpuset = Cpuset(folder=root / FOLDER / f"slot-{slot}", version=1, accounting=accounting / FOLDER / f"slot-{slot}")
             _v1_folder(cpuset.folder)
             cpuset.accounting.mkdir(exist_ok=True)  # type: ignore[union-attr]
         cpuset.release()

@@ -185,6 +185,8 @@ class Called(BaseModel):
     room_ms: float | None = Field(None, description="the room's own time of the call (untrusted)")
     room_cpu_ms: float | None = Field(None, description="on a CPU, its calling thread's CPU time over the call "
                                       "(untrusted; the reference's tells the judge what its door costs)")
+    copy_cpu_ms: float | None = Field(None, description="on a CPU, that thread's CPU copying the outputs to the "
+                                      "judge's buffers (untrusted; the reference's is the cost of writing them)")
     unwritten: int = 0
 
 

@@ -378,8 +378,12 @@ class RoomClient:
 
     @property
     def held(self) -> bool:
-        """Whether `pin` holds the room by its slot's cpuset: nothing in it can widen that."""
-        return getattr(self.command, "cpuset", None) is not None
+        """Whether `pin` holds the room by its slot's cpuset, which nothing in it can widen or leave:
+        it runs as another uid, with no network (a service it could hand work to, unseen by its
+        cgroup's CPU), at the namespace levels of stitch_mcp.sandbox."""
+        command = self.command
+        return (getattr(command, "cpuset", None) is not None and command.uid is not None
+                and command.isolation.level in ("bubblewrap", "namespaces"))
 
     def cpu_ms(self) -> float:
         """The CPU time the room's processes have used, from its slot's cgroup (only where `held`)."""

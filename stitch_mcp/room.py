@@ -195,7 +195,9 @@ class _Room:
                 out = _guarded("call", lambda: self.model(*args))
                 h1, c1 = time.perf_counter(), time.thread_time()
             self.last_outputs = _flatten(torch, out)
+            c2 = time.thread_time()
             metas = _copy_outputs(torch, self.last_outputs, targets, args)  # before any synchronize
+            copy_cpu_ms = (time.thread_time() - c2) * 1e3
             if cuda:
                 torch.cuda.synchronize()
             if message.release and cuda:
@@ -205,7 +207,8 @@ class _Room:
         if message.timed:
             room_ms = start.elapsed_time(end) if cuda else (h1 - h0) * 1e3
             room_cpu_ms = None if cuda else (c1 - c0) * 1e3
-        return Called(outputs=metas, room_ms=room_ms, room_cpu_ms=room_cpu_ms)
+        return Called(outputs=metas, room_ms=room_ms, room_cpu_ms=room_cpu_ms,
+                      copy_cpu_ms=None if cuda else copy_cpu_ms)
 
     def batch(self, message: Batch, _fds) -> Done:
         view = self.shared.view

@@ -613,34 +613,42 @@ def test_a_room_that_works_while_not_asked_earns_no_speedup():
             assert res["timing"]["candidate"]["median_ms"] >= 0.0185, res["timing"]["candidate"]
 
 
-def _cpu_clock_lanes(cand_cpu: float, cand_claim: float, n: int = 20, idle_cpu: float = 0.2):
+def _cpu_clock_lanes(cand_cpu: float, claim: float, own: float, idle: float = 0.2, waited: float = 0.0, n: int = 20):
     """Lanes on the CPU clock: the reference's room used 0.30 ms of CPU per call, 0.05 of them its
-    forward by its own account (a door of 0.25 ms)."""
+    forward and 0.02 writing its outputs by its own account (a door of 0.23 ms); each call of either
+    room also waited 0.3 ms for the core (and the candidate's `waited` more)."""
     from stitch_mcp.judge.timing import Lane, Timed
 
-    ref = Lane(room_ms=[0.06] * n, wall_ms=[0.6] * n, cpu_ms=[0.30] * n, own_cpu_ms=[0.05] * n)
-    cand = Lane(room_ms=[cand_claim] * n, wall_ms=[0.6] * n, cpu_ms=[cand_cpu] * n, own_cpu_ms=[cand_claim] * n)
-    return Timed(reference=ref, candidate=cand, cpu_clock=True, idle_cpu_ms=idle_cpu, idle_wall_ms=300.0)
+    ref = Lane(room_ms=[0.06] * n, wall_ms=[0.6] * n, cpu_ms=[0.30] * n, own_cpu_ms=[0.05] * n,
+               copy_cpu_ms=[0.02] * n, idle_cpu_ms=0.2)
+    cand = Lane(room_ms=[claim] * n, wall_ms=[cand_cpu + 0.3 + waited] * n, cpu_ms=[cand_cpu] * n,
+                own_cpu_ms=[own] * n, copy_cpu_ms=[0.02] * n, idle_cpu_ms=idle)
+    return Timed(reference=ref, candidate=cand, cpu_clock=True, idle_wall_ms=300.0)
 
 
-def test_on_the_cpu_clock_a_call_is_its_rooms_cpu_less_the_doors():
+@pytest.mark.parametrize("cand_cpu, claim, own, idle, waited, finding, timed_ms", [
+    (0.27, 0.025, 0.02, 0.2, 0.0, None, 0.04),  # honest: its forward and its copy, 1.75x eager's
+    (0.30, 0.001, 0.05, 0.2, 0.0, "timing_contradicted", 0.07),  # a clock slower than its own thread's CPU
+    (0.26, 0.012, 0.012, 40.0, 0.0, "work_while_idle", 0.03 + 39.8 / 20),  # works between its calls: charged
+    (0.26, 0.012, 0.012, 1.0, 0.0, None, 0.03 + 0.8 / 20),  # a little: charged to its calls
+    (0.235, 0.005, 0.005, 0.2, 0.0, None, 0.02),  # skips its copy (writes the judge's buffer itself): the floor
+    (0.24, 5.0, 0.01, 0.2, 5.0, None, 0.02 + 5.3 - 1.5 * 0.3),  # hands its work out and waits: charged
+])
+def test_on_the_cpu_clock_a_call_is_its_rooms_cpu_less_the_doors(cand_cpu, claim, own, idle, waited, finding, timed_ms):
     """On a CPU whose rooms are held to one core, the candidate is timed by the CPU its processes
-    used per call less what the door costs the reference's room, whatever it says: an honest claim
-    stands beside it, a forged one is named and changes nothing, and CPU used between its calls
-    earns it no speedup."""
+    used per call less what the door costs the reference's room, whatever it says: a forged clock is
+    named and changes nothing, work between its calls or handed out is charged to it (past a share,
+    no speedup at all), and no call is timed below writing its outputs."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import judge_times
 
-    for cand_cpu, claim, idle, finding, timed_ms in ((0.27, 0.025, 0.2, None, 0.02),   # honest, 2.5x
-                                                     (0.30, 0.001, 0.2, "timing_contradicted", 0.05),  # forged
-                                                     (0.26, 0.012, 40.0, "work_while_idle", 0.05)):  # works between
-        res = {"findings": [], "checks_run": []}
-        judge_times(res, SimpleNamespace(device="cpu"), _cpu_clock_lanes(cand_cpu, claim, idle_cpu=idle))
-        assert codes_of(res) == ({finding} if finding else set()), res["findings"]
-        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
-        assert res["timing"]["eager"]["median_ms"] == pytest.approx(0.05, rel=1e-6)
-        assert "timing_cpu_clock" in res["checks_run"] and "CPU time" in res["timing"]["method"]
+    res = {"findings": [], "checks_run": []}
+    judge_times(res, SimpleNamespace(device="cpu"), _cpu_clock_lanes(cand_cpu, claim, own, idle, waited))
+    assert codes_of(res) == ({finding} if finding else set()), res["findings"]
+    assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
+    assert res["timing"]["eager"]["median_ms"] == pytest.approx(0.07, rel=1e-6)
+    assert "timing_cpu_clock" in res["checks_run"] and "CPU time" in res["timing"]["method"]
 
 
 def codes_of(res: dict) -> set[str]:

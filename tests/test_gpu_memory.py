@@ -303,6 +303,7 @@ import torch
 from torch._dynamo.utils import counters
 from stitch_mcp.correctness import compile_on_fake_tensors, compile_reference
 from stitch_mcp.loader import build_model, make_inputs
+from stitch_mcp.timing import one_core
 
 mod = types.ModuleType("reference")
 exec(sys.stdin.read(), mod.__dict__)
@@ -313,7 +314,7 @@ counters.clear()
 model = build_model(mod.Model, [], device)
 inputs = make_inputs(mod, device, 0)
 compiled = compile_reference(model, inputs, device)
-with torch.no_grad():
+with torch.no_grad(), one_core(device):  # as the judge calls it: compiled for one thread where rooms are timed so
     right = bool(torch.allclose(compiled.model(*inputs), model(*inputs), rtol=1e-4, atol=1e-4))
 print(json.dumps({"fake_s": fake_s, "hits": counters["inductor"]["fxgraph_cache_hit"],
                   "misses": counters["inductor"]["fxgraph_cache_miss"], "right": right,

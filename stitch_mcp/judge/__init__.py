@@ -176,7 +176,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         else:
             room.close()  # from here on nothing of the candidate runs
             stage("timing", what="eager alone")
-            alone = time_alone(p, reference, len(timed.reference.room_ms) // 2)
+            alone = time_alone(p, reference, len(timed.reference.room_ms) // 2, timed.cpu_clock)
             lap("timing_eager_alone")
             closing = _start_closing([reference])
     try:

@@ -4,6 +4,8 @@ Unlike stitch_mcp.timing (in-process timing of the torch.compile baseline), noth
 room's word: every timed call gets inputs never used before, the judge's clock brackets each call
 and its own work between calls, calls too short for that are also timed in batches, and some
 timed outputs are checked. Then the eager and torch.compile baselines, and the physical floor.
+On a CPU whose rooms are held to one core (stitch_mcp.cpusets), the clock is the CPU each room's
+processes used, read from their cgroup by the judge (judge_cpu_clock), and no batches are needed.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ class Lane:
     after_ms: list[float] = field(default_factory=list)
     block_medians: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)  # on the CPU clock (Timed.cpu_clock): its processes' CPU per call
-    own_cpu_ms: list[float] = field(default_factory=list)  # and the room's own account of its calling thread's
+    own_cpu_ms: list[float] = field(default_factory=list)  # the room's own account: its forward's thread CPU,
+    copy_cpu_ms: list[float] = field(default_factory=list)  # and copying its outputs'
+    idle_cpu_ms: float = 0.0  # on the CPU clock, its processes' CPU between its calls
 
 
 @dataclass
@@ -48,8 +52,7 @@ class Timed:
     out_bytes: int = 0
     in_bytes: int = 0
     cpu_clock: bool = False  # on a CPU with both rooms held to one core: see judge_cpu_clock
-    idle_cpu_ms: float = 0.0  # on the CPU clock, the candidate's processes' CPU between its calls
-    idle_wall_ms: float = 0.0
+    idle_wall_ms: float = 0.0  # on the CPU clock, how long the candidate was not asked anything
 
 
 BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
@@ -72,13 +75,14 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
     for which in ("reference", "candidate"):  # warm-up, untimed (each room made a first call before the lease)
         rooms[which].call(Call(args=args, outputs=out_specs, timed=True))
         args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
-    cpu_from, wall_from = (rooms["candidate"].cpu_ms() if t.cpu_clock else 0.0), time.perf_counter()
+    cpu_from = {which: room.cpu_ms() for which, room in rooms.items()} if t.cpu_clock else {}
+    wall_from = time.perf_counter()
     while len(t.candidate.room_ms) < n_max:
         for which in ("reference", "candidate"):  # inputs of their own: nothing one room sees helps the other
             lane = getattr(t, which)
             for _ in range(BLOCK):
                 seed = secrets.randbelow(2 ** 31 - 1)
-                _timed_call(p, rooms[which], lane, seed, flush, out_specs)
+                _timed_call(p, rooms[which], lane, seed, flush, out_specs, t.cpu_clock)
                 if which == "candidate":
                     _sample_outputs(p, t, seed)
             lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
@@ -86,18 +90,19 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) 
         if n >= 10 and (max(_spread(_clock(t.candidate, t.reference)), _spread(_clock(t.reference, t.reference))) < 0.02
                         or time.monotonic() - started > 2.0):
             break
-    if t.cpu_clock:
-        t.idle_cpu_ms = rooms["candidate"].cpu_ms() - cpu_from - sum(t.candidate.cpu_ms)
-        t.idle_wall_ms = (time.perf_counter() - wall_from) * 1e3 - sum(t.candidate.wall_ms)
+    for which, used in cpu_from.items():
+        lane = getattr(t, which)
+        lane.idle_cpu_ms = rooms[which].cpu_ms() - used - sum(lane.cpu_ms)
+    t.idle_wall_ms = (time.perf_counter() - wall_from) * 1e3 - sum(t.candidate.wall_ms)
     t.in_bytes = integ.tensor_bytes([s[1] for s in p.inputs if s is not None])
     return t
 
 
-def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs) -> None:
+def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs,
+                on_cpu_clock: bool = False) -> None:
     args, gap_ms = _gap(p, flush, seed)
     if lane.wall_ms:
         lane.after_ms.append(gap_ms)
-    on_cpu_clock = p.device != "cuda" and room.held
     c0 = room.cpu_ms() if on_cpu_clock else 0.0
     h0 = time.perf_counter()
     called = room.call(Call(args=args, outputs=out_specs, timed=True))
@@ -105,18 +110,19 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out
     if on_cpu_clock:
         lane.cpu_ms.append(room.cpu_ms() - c0)
         lane.own_cpu_ms.append(float(called.room_cpu_ms or 0.0))
+        lane.copy_cpu_ms.append(float(called.copy_cpu_ms or 0.0))
     if called.room_ms is None or not called.room_ms >= 0:
         raise RoomGone("timing_forgery", "the room reported no time for a timed call")
     lane.room_ms.append(float(called.room_ms))
 
 
-def time_alone(p: Prepared, room: RoomClient, calls: int) -> Lane:
+def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False) -> Lane:
     """The reference's room timed again once the candidate's room is gone: the clean eager time."""
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
     out_specs = [s[0] if s else None for s in p.outputs]
     lane = Lane()
     for _ in range(max(calls, 10)):
-        _timed_call(p, room, lane, secrets.randbelow(2 ** 31 - 1), flush, out_specs)
+        _timed_call(p, room, lane, secrets.randbelow(2 ** 31 - 1), flush, out_specs, on_cpu_clock)
     return lane
 
 
@@ -330,23 +336,14 @@ def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[
 def _run_batch(p: Prepared, room: RoomClient, batch: Batch, flush) -> float:
     """The judge's time of one batch: from telling the room its calls to its answer to Run. A room
     that did its calls as soon as it was told them would otherwise do them before the clock (the
-    telling, the same in every lane, cancels out of the per-call differences). On a CPU, where the
-    room is held to one core (room.held), the CPU its processes used meanwhile (the kernel's
-    accounting of its cgroup, which it cannot change): beside two busy loops the wall clock also
-    counts every turn they took on that core, and batches of eager's relu moved 1.3x from one check
-    to the next (2026-11-26)."""
+    telling, the same in every lane, cancels out of the per-call differences)."""
     if flush is not None:
         flush.zero_()
     sync(p)
-    clock = room.cpu_ms if p.device != "cuda" and room.held else _wall_ms
-    h0 = clock()
+    h0 = time.perf_counter()
     room.ask(batch)
     room.ask(Run())
-    return clock() - h0
-
-
-def _wall_ms() -> float:
-    return time.perf_counter() * 1e3
+    return (time.perf_counter() - h0) * 1e3
 
 
 def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool, dict[str, Any]]:
@@ -441,61 +438,88 @@ def _stats(times: list[float]) -> dict[str, float]:
 
 
 # On the CPU clock, the candidate's processes may use this share of the CPU of its calls, and
-# IDLE_CLOCK_MS, between them (an honest room finishing its reply after the judge has it back).
+# IDLE_CLOCK_MS, between them beyond what the reference's used between its own; past that its times
+# earn no speedup. Below it, that CPU is charged to its calls.
 IDLE_CLOCK_MS = 5.0
+# On the CPU clock, the candidate's calls may wait (blocked, or for the core) this many times what the
+# reference's waits predict for calls of their CPU; beyond it the waiting is charged to them.
+WAIT_SLACK = 1.5
 
 
 def _door_cpu(reference: Lane) -> float:
-    """On the CPU clock, what a call costs a room besides forward (the door, the views of its
-    inputs, copying its outputs): the reference room's CPU per call less its own account of its
-    forward (the task's code, not the candidate's, runs there)."""
-    return statistics.median([c - o for c, o in zip(reference.cpu_ms, reference.own_cpu_ms)])
+    """On the CPU clock, what a call costs a room besides its forward and writing its outputs to the
+    judge's buffers (being told the call, answering it): the reference room's CPU per call less its
+    own account of both (the task's code, not the candidate's, runs there)."""
+    return statistics.median([c - o - w for c, o, w in zip(reference.cpu_ms, reference.own_cpu_ms,
+                                                          reference.copy_cpu_ms)])
 
 
 def _clock(lane: Lane, reference: Lane) -> list[float]:
     """A lane's time per call on the clock its check is judged by: on the CPU clock, its processes'
-    CPU less the door's (`reference`: the lane that tells what the door costs); else the room's own."""
+    CPU less the door's (`reference`: the lane that tells what the door costs), and never below
+    what the reference took to write the outputs (a room cannot skip that work, only move it: into
+    its forward, or by answering its door some cheaper way); else the room's own times."""
     if not lane.cpu_ms:
         return lane.room_ms
-    door = _door_cpu(reference)
-    return [max(c - door, 0.0) for c in lane.cpu_ms]
+    door, floor = _door_cpu(reference), statistics.median(reference.copy_cpu_ms)
+    return [max(c - door, floor) for c in lane.cpu_ms]
+
+
+def _waited_ms(t: Timed) -> float:
+    """On the CPU clock, how long each candidate call waited (its wall time less its CPU) beyond
+    WAIT_SLACK times what the reference's calls predict for its CPU: work handed to something its
+    cgroup does not count (a service it reaches), which the CPU clock alone would not see."""
+    a, b = t.reference, t.candidate
+    a_wait = statistics.median([w - c for w, c in zip(a.wall_ms, a.cpu_ms)])
+    b_wait = statistics.median([w - c for w, c in zip(b.wall_ms, b.cpu_ms)])
+    a_cpu, b_cpu = statistics.median(a.cpu_ms), statistics.median(b.cpu_ms)
+    expected = max(a_wait, a_wait * b_cpu / a_cpu if a_cpu > 0 else 0.0)
+    return max(0.0, b_wait - WAIT_SLACK * expected)
 
 
 def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     """On a CPU where both rooms are held to the judge's core (stitch_mcp.cpusets), each call is
     timed by the CPU its room's processes used (the kernel's accounting of the slot's cgroup, read by
-    the judge before and after) less what the door costs a room: the wall clock there also counts
-    the turns other work takes on that core, the CPU clock does not. Nothing the candidate says is
-    used: its processes cannot do work that clock does not count (threads, children, helpers are
-    all in the cgroup; on one core more threads gain nothing), and CPU it uses between its calls
-    (ahead of them, or after answering) earns it no speedup."""
+    the judge before and after) less what the door costs the reference's room (_clock): the wall
+    clock there also counts the turns other work takes on that core, the CPU clock does not.
+    Nothing the candidate says is used. Its threads, children and helpers are all in the cgroup (on
+    one core more threads gain nothing); what it does between its calls beyond the reference's own
+    leftovers, and what it waits for beyond what the reference's calls wait, is charged to its
+    calls (_waited_ms), and CPU between its calls beyond IDLE_CLOCK_MS earns it no speedup."""
     a, b = t.reference, t.candidate
-    eager, cand = _clock(a, a), _clock(b, a)
+    extra_idle = max(0.0, b.idle_cpu_ms - a.idle_cpu_ms)
+    charged = extra_idle / len(b.cpu_ms) + _waited_ms(t)
+    eager, cand = _clock(a, a), [c + charged for c in _clock(b, a)]
     stats = _stats(cand)
     stats["host_median_ms"] = statistics.median(b.wall_ms)
-    door = _door_cpu(a)
     res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
                                "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
                      "candidate": stats, "eager": _stats(eager),
                      "eager_block_spread": _block_spread(_block_medians(eager)),
                      "candidate_block_spread": _block_spread(_block_medians(cand)),
-                     "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": door,
-                                 "noise_ms": _iqr([c - o for c, o in zip(a.cpu_ms, a.own_cpu_ms)]),
+                     "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": _door_cpu(a),
+                                 "noise_ms": _iqr([c - o - w for c, o, w in zip(a.cpu_ms, a.own_cpu_ms, a.copy_cpu_ms)]),
                                  "after_ms": 0.0, "reference_after_ms": 0.0}}
+    if charged > 0:
+        res["timing"]["method"] += (f"; {charged:.4f} ms charged to each candidate call for its CPU between calls "
+                                    "and its waiting, beyond the reference's")
     res["checks_run"].append("timing_cpu_clock")
-    b_room = statistics.median(b.room_ms)
-    if t.idle_cpu_ms > max(IDLE_CLOCK_MS, IDLE_CPU_SHARE * sum(b.cpu_ms)):
+    if extra_idle > max(IDLE_CLOCK_MS, IDLE_CPU_SHARE * sum(b.cpu_ms)):
         _rescale(stats, max(stats["median_ms"], statistics.median(eager)), stats["median_ms"])
         res["findings"].append(integ.finding(
-            "work_while_idle", f"the candidate's processes used {t.idle_cpu_ms:.1f} ms of CPU in the "
-            f"{t.idle_wall_ms:.0f} ms between its calls (while the judge wrote inputs and timed the reference), "
-            f"against {sum(b.cpu_ms):.1f} ms in them: work ahead of its timed calls or after answering them; its "
-            "times earn no speedup", severity="warning", confidence="probable"))
-    elif b_room < 0.5 * stats["median_ms"] - 0.01:  # an honest room's own clock counts at least its CPU
+            "work_while_idle", f"the candidate's processes used {b.idle_cpu_ms:.1f} ms of CPU in the "
+            f"{t.idle_wall_ms:.0f} ms between its calls (while the judge wrote inputs and timed the reference; "
+            f"the reference's room {a.idle_cpu_ms:.1f} ms between its own), against {sum(b.cpu_ms):.1f} ms in "
+            "them: work ahead of its timed calls or after answering them; its times earn no speedup",
+            severity="warning", confidence="probable"))
+    elif statistics.median(b.room_ms) < 0.9 * statistics.median(b.own_cpu_ms) - 0.002:
+        # an honest room's clock over its forward counts at least that forward's thread CPU
         res["findings"].append(integ.finding(
-            "timing_contradicted", f"the room reported {b_room:.4f} ms per call but its processes used "
-            f"{stats['median_ms']:.4f} ms of CPU per call (the door's own cost taken off): forged times; the "
-            "candidate is timed by its CPU", severity="warning", confidence="probable"))
+            "timing_contradicted", f"the room reported {statistics.median(b.room_ms):.4f} ms per call, less than "
+            f"the {statistics.median(b.own_cpu_ms):.4f} ms of CPU it says its own thread used in them: a forged "
+            "clock (not used: the candidate is timed by its processes' CPU)", severity="warning", confidence="probable"))
+    if stats["median_ms"] <= 0:  # no work takes no time; too short to tell: as eager
+        _rescale(stats, statistics.median(eager), 0.0)
 
 
 def _block_medians(times: list[float]) -> list[float]:
