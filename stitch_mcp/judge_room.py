@@ -399,8 +399,9 @@ class RoomClient:
             try:
                 self.command.cpuset.hold(cpus)
                 return True
-            except OSError:
-                log.warning("could not hold room %s to cores %s by its cpuset", self.proc.pid, cpus)
+            except OSError as exc:  # then no CPU clock either: the caller is told it could not
+                log.warning("could not hold room %s to cores %s by its cpuset: %s", self.proc.pid, cpus, exc)
+                return False
         ok = True
         for proc in self._room_processes():
             try:

@@ -7,9 +7,9 @@ write) before every call, a device-wide synchronize after every call (so work on
 finished before the next call and before a time is read), and the host clock around the same
 interval (a time far above the events' time means work escaped the timed stream). On the CPU: the
 host clock; where the rooms are timed on one core by their CPU (`one_core`), this thread's CPU
-time, on one core with one thread. Warm-up first, then timed calls until the spread is small (IQR/median under
-`rel_spread`), a time budget is spent, or `max_calls` is reached. Returns median, IQR, coefficient
-of variation and min.
+time, on one core with one thread. Warm-up first, then timed calls until the spread is small
+(IQR/median under `rel_spread`), a time budget is spent, or `max_calls` is reached. Returns median,
+IQR, coefficient of variation and min.
 """
 
 from __future__ import annotations

@@ -471,8 +471,9 @@ def render(parts: dict, gpu: bool) -> str:
                   f"{row['reason'].replace('|', '/')[:160]} |" for label, row in later]
         L.append("")
     if not gpu:
-        L += ["## Notes", "", "- CPU run: timings are host `perf_counter` on a shared machine (see the load average "
-              "above); speedups compare small C++ or PyTorch candidates with ATen on tiny inputs, so they measure the "
+        L += ["## Notes", "", "- CPU run: timings are the rooms' CPU on one core (each room's cgroup, read by the judge) "
+              "where the host gives cpusets, else host `perf_counter` on a shared machine (the timing method is in each "
+              "repeat row); speedups compare small C++ or PyTorch candidates with ATen on tiny inputs, so they measure the "
               "harness, not kernels. `torch.utils.cpp_extension` JIT-builds C++ without an `-O` flag unless the "
               "candidate passes `extra_cflags`, hence the ~0.01x of the C++ ReLU.",
               "- GPU figures (ncu agreement, level-1/level-2 batch, several-GPU scaling): `tools/gpu/bench_gpu.sh`.", ""]

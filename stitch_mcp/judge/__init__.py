@@ -162,7 +162,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
     restore_weights(p, room)  # the task's weights after a trial re-initialised them: as the reference's room has
     free_cached(p, 4 * p.out_bytes)  # what the trials left cached in the judge: both rooms' outputs need it now
     with _one_core(p, rooms, res) as one_core:
-        timed = time_rooms(spec, p, rooms)
+        timed = time_rooms(spec, p, rooms, cpu_clock=one_core and p.device != "cuda")
         lap("timing_interleaved")
         batches = None
         if not timed.cpu_clock and door_allowance(timed, p.device) > 0.1 * statistics.median(timed.candidate.room_ms):

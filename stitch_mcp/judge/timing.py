@@ -58,16 +58,17 @@ class Timed:
 BLOCK = 5  # calls per room before switching: A/B/A/B in blocks
 
 
-def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient]) -> Timed:
+def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], cpu_clock: bool = False) -> Timed:
     """The candidate's room (B) and the reference's room (A), timed in alternating blocks on the
     same fresh inputs (a seed drawn now for each call, never seen before by either room). The
     judge's clock brackets every call; some candidate outputs are cloned for checking, chosen
-    after the call. Ends when both spreads are small, after `timing_iters` calls, or after 2 s."""
+    after the call. Ends when both spreads are small, after `timing_iters` calls, or after 2 s.
+    `cpu_clock`: both rooms are held to the judge's core by their cpusets (judge._one_core)."""
     torch = p.torch
     n_max = int(spec.get("timing_iters") or 100)
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
     out_specs = [s[0] if s else None for s in p.outputs]
-    t = Timed(Lane(), Lane(), cpu_clock=p.device != "cuda" and all(room.held for room in rooms.values()))
+    t = Timed(Lane(), Lane(), cpu_clock=cpu_clock)
     for room in rooms.values():
         attach(p, room)
     started = time.monotonic()
