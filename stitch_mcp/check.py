@@ -738,7 +738,7 @@ def _cached_baselines(ws, task_id: str, timing_iters: int) -> dict[str, Any]:
     body = ws.latest_report("baseline", task_id=task_id) or {}
     cached = {}
     for dev, b in (body.get("devices") or {}).items():
-        if not isinstance(b, dict) or b.get("timing_iters") != timing_iters:
+        if not isinstance(b, dict) or b.get("timing_iters") != timing_iters or b.get("clock", "wall") != _clock(dev):
             continue
         eager, compiled, room = (valid_records(MeasuredTimes, [b.get(k)]) for k in ("eager", "compiled", "eager_room"))
         if eager or room:
@@ -924,6 +924,16 @@ def _time_baselines(reference_source: str, task_id: str, compare_compile: bool) 
     return thread
 
 
+def _clock(device: str) -> str:
+    """The clock a device's times are taken on: a CPU's rooms by their cgroup's CPU, one core each,
+    where this host gives cpusets (stitch_mcp.cpusets), else the wall clock (CUDA events on a GPU).
+    Cached times of the other clock are not compared with these (single-core CPU time against a
+    multi-threaded wall time)."""
+    from stitch_mcp.cpusets import unavailable
+
+    return "cpu" if device == "cpu" and not unavailable() else "wall"
+
+
 def _eager_room(out: RunStageResult | BaselineStageResult, cached: dict | None) -> dict | None:
     """The eager room's time alone (judge.timing.eager_agrees) to cache, if any: only from a check
     with no finding whose room's times stood (not raised to its batches'), and never above the
@@ -948,7 +958,7 @@ def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult
     def merged(body: dict | None) -> dict | None:
         devices = dict((body or {}).get("devices") or {})
         record = dict(devices.get(out.device) or {})
-        if record.get("timing_iters") != timing_iters:
+        if record.get("timing_iters") != timing_iters or record.get("clock", "wall") != _clock(out.device):
             record = {}
         room = _eager_room(out, record.get("eager_room"))
         if clean is None and room is None:
@@ -959,7 +969,8 @@ def _store_baselines(ws, task_id: str, out: RunStageResult | BaselineStageResult
                            "compile_note": clean.compile_note})
         if room is not None:
             record["eager_room"], record["eager_room_at"] = room, time.time()
-        devices[out.device] = {**record, "timing_iters": timing_iters, "measured_at": time.time()}
+        devices[out.device] = {**record, "timing_iters": timing_iters, "clock": _clock(out.device),
+                               "measured_at": time.time()}
         return {"devices": devices}
 
     ws.update_report("baseline", task_id, merged)

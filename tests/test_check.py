@@ -169,6 +169,24 @@ def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidat
     assert _eager_room(r.task_id) == 1e-9, "a higher time alone never replaces a lower cached one"
 
 
+def test_cached_times_of_another_clock_are_not_used():
+    """A task's cached baselines name the clock they were taken on: on a host whose CPU rooms are
+    timed by their CPU on one core, times an earlier version took on the wall clock (several threads)
+    are not compared with them, and the next clean check replaces them."""
+    from stitch_mcp.check import _cached_baselines
+
+    r = check("ref_scale", "cand_scale_ok", timing=True)
+    assert r.verdict == "pass", r.summary
+    ws = get_workspace()
+    body = ws.latest_report("baseline", task_id=r.task_id)
+    clock = "cpu" if not cpusets.unavailable() else "wall"
+    assert body["devices"]["cpu"]["clock"] == clock
+    assert "cpu" in _cached_baselines(ws, r.task_id, get_settings().timing_iters)
+    body["devices"]["cpu"]["clock"] = "wall" if clock == "cpu" else "cpu"
+    ws.add_report("baseline", body, task_id=r.task_id)
+    assert _cached_baselines(ws, r.task_id, get_settings().timing_iters) == {}
+
+
 def test_unpredictable_seed_in_every_plan():
     a, b = trial_plan(5), trial_plan(5)
     assert [p[0] for p in a][0] == 42 and a[0][0] == b[0][0]
