@@ -490,6 +490,35 @@ def test_batches_run_before_the_judges_clock(program, finding, clean_honest):
     assert_contained(r, source, before, clean_honest)
 
 
+def test_on_the_cpu_clock_batches_carry_their_speedup_over():
+    """A room whose single calls cost less than the reference's door and its outputs (a cheaper door
+    of its own) is timed at eager's time over its speedup in batches, where the door cancels; an
+    honest one whose batches agree keeps its single calls' time."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Batches, judge_times
+
+    for cand_cpu, batch_ms, timed_ms in ((0.235, 0.06, 0.07 * 0.06 / 0.06), (0.27, 0.03, 0.04)):
+        t = _cpu_clock_lanes(cand_cpu, 0.01, 0.005)
+        t.cpu_batches = Batches(calls=64, candidate_ms=batch_ms, reference_ms=0.06, copy_ms=0.0)
+        res = {"findings": [], "checks_run": []}
+        judge_times(res, SimpleNamespace(device="cpu"), t)
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
+        assert res["timing"]["batch"]["speedup"] == pytest.approx(0.06 / batch_ms)
+
+
+def test_a_room_that_answers_its_door_more_cheaply_gains_nothing():
+    """A room that replaces its door loop at import (cached views, no parsing, a prebuilt reply) and
+    does the reference's own work: on the CPU clock, with only the reference's door subtracted, its
+    calls came out 1.8x faster (red-team, 2026-11-26); the batches, where the door's cost cancels,
+    put it back at eager's speed. Elsewhere (a GPU, or no cpusets) it is timed as before."""
+    r = judge(attack_source("atk_lean_door"), timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+    if "CPU time" in r.timing.method:
+        assert r.timing.batch is not None and r.timing.batch.speedup < 1.3, r.timing.batch
+
+
 def _short_lanes(ref_room: float, ref_wall: float, cand_room: float, cand_wall: float, n: int = 20):
     from stitch_mcp.judge.timing import Lane, Timed
 

@@ -55,10 +55,12 @@ from stitch_mcp.judge.timing import (
     baselines,
     batch_bracket,
     check_timed_outputs,
+    cpu_batches,
     door_allowance,
     eager_agrees,
     judge_times,
     needs_compile_timed,
+    needs_cpu_batches,
     physical_floor,
     time_alone,
     time_rooms,
@@ -165,7 +167,11 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         timed = time_rooms(spec, p, rooms, cpu_clock=one_core and p.device != "cuda")
         lap("timing_interleaved")
         batches = None
-        if not timed.cpu_clock and door_allowance(timed, p.device) > 0.1 * statistics.median(timed.candidate.room_ms):
+        if needs_cpu_batches(timed):
+            stage("timing", what="batches of back-to-back calls")
+            timed.cpu_batches = cpu_batches(p, rooms, timed)
+            lap("timing_batches")
+        elif not timed.cpu_clock and door_allowance(timed, p.device) > 0.1 * statistics.median(timed.candidate.room_ms):
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
