@@ -505,6 +505,10 @@ def test_on_the_cpu_clock_batches_carry_their_speedup_over():
         judge_times(res, SimpleNamespace(device="cpu"), t)
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
         assert res["timing"]["batch"]["speedup"] == pytest.approx(0.06 / batch_ms)
+    from stitch_mcp.judge.timing import needs_cpu_batches
+
+    assert needs_cpu_batches(_cpu_clock_lanes(0.27, 0.025, 0.02)) and not needs_cpu_batches(
+        _short_lanes(0.0185, 0.40, 0.0089, 0.40)), "only on the CPU clock (a GPU's lanes have no CPU readings)"
 
 
 def test_a_room_that_answers_its_door_more_cheaply_gains_nothing():

@@ -93,13 +93,14 @@ def test_what_the_real_judge_sends_validates(tmp_path):
 def test_stored_baselines_of_an_earlier_version_reach_the_judge_as_it_types_them(tmp_path):
     """The task's cached baselines go back to the judge, which copies torch.compile's into its
     result: fields the store kept from an earlier version are left out on the way, not sent on."""
-    from stitch_mcp.check import _cached_baselines
+    from stitch_mcp.check import _cached_baselines, _clock
     from stitch_mcp.store import get_workspace
 
     ws, iters = get_workspace(), get_settings().timing_iters
     times = {"median_ms": 2.0, "iqr_ms": 0.1, "cv": 0.01, "min_ms": 1.9, "calls": 10, "method": "host perf_counter"}
     ws.add_report("baseline", {"devices": {"cpu": {"eager": times, "compiled": times, "compile_note": "torch.compile",
-                                                   "timing_iters": iters, "measured_at": 0.0}}}, task_id="t-typed")
+                                                   "timing_iters": iters, "clock": _clock("cpu"),  # this host's
+                                                   "measured_at": 0.0}}}, task_id="t-typed")
     cached = _cached_baselines(ws, "t-typed", iters)
     assert "method" not in cached["cpu"]["compiled"] and cached["cpu"]["compiled"]["median_ms"] == 2.0
     result = judge_on_the_cpu(tmp_path / "cached", "cand_relu_torch", timing=True, baselines=cached)

@@ -267,8 +267,7 @@ CPU_DOOR_SHARE = 0.05
 def needs_cpu_batches(t: Timed) -> bool:
     """Whether, on the CPU clock, the door costs enough beside the candidate's calls (CPU_DOOR_SHARE)
     for a cheaper one to matter: then cpu_batches."""
-    door = _door_cpu(t.reference)
-    return t.cpu_clock and door > CPU_DOOR_SHARE * statistics.median(_clock(t.candidate, t.reference))
+    return t.cpu_clock and _door_cpu(t.reference) > CPU_DOOR_SHARE * statistics.median(_clock(t.candidate, t.reference))
 
 
 def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches | None:
