@@ -5,7 +5,8 @@ room's word: every timed call gets inputs never used before, the judge's clock b
 and its own work between calls, calls too short for that are also timed in batches, and some
 timed outputs are checked. Then the eager and torch.compile baselines, and the physical floor.
 On a CPU whose rooms are held to one core (stitch_mcp.cpusets), the clock is the CPU each room's
-processes used, read from their cgroup by the judge (judge_cpu_clock), and no batches are needed.
+processes used, read from their cgroup by the judge (judge_cpu_clock), with batches on that clock
+where the door costs much beside a call (cpu_batches).
 """
 
 from __future__ import annotations
