@@ -47,14 +47,25 @@ def one_core(device: str) -> Iterator[None]:
         yield
         return
     global _cpu_clock
+    with pinned({_current_core()}, one_thread=True):
+        _cpu_clock = time.thread_time
+        try:
+            yield
+        finally:
+            _cpu_clock = None
+
+
+@contextlib.contextmanager
+def pinned(cores: set[int], one_thread: bool) -> Iterator[None]:
+    """This thread on `cores` (and, with `one_thread`, torch's intra-op threads at one) while the
+    block runs; as before afterwards."""
     own, threads = os.sched_getaffinity(0), _torch.get_num_threads()
-    os.sched_setaffinity(0, {_current_core()})
-    _torch.set_num_threads(1)
-    _cpu_clock = time.thread_time
+    os.sched_setaffinity(0, cores)
+    if one_thread:
+        _torch.set_num_threads(1)
     try:
         yield
     finally:
-        _cpu_clock = None
         os.sched_setaffinity(0, own)
         _torch.set_num_threads(threads)
 

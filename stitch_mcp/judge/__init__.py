@@ -229,19 +229,14 @@ def _one_core(p: Prepared, rooms: dict[str, RoomClient], res: dict[str, Any]):
         return
     import psutil
 
-    own, threads = os.sched_getaffinity(0), p.torch.get_num_threads()
+    from stitch_mcp.timing import pinned
+
     core = {psutil.Process().cpu_num()}
-    os.sched_setaffinity(0, core)
-    if cpu:
-        p.torch.set_num_threads(1)
-    try:
-        pinned = all(room.pin(core) for room in rooms.values())
-        if not pinned:
+    with pinned(core, one_thread=cpu):
+        held = all(room.pin(core) for room in rooms.values())
+        if not held:
             res["notes"].append("timing: the rooms could not be pinned to the judge's CPU core on this host")
-        yield pinned
-    finally:
-        os.sched_setaffinity(0, own)
-        p.torch.set_num_threads(threads)
+        yield held
 
 
 def _extend_deadlines(rooms: dict[str, RoomClient], waited_s: float) -> None:

@@ -232,14 +232,10 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     """Both rooms timed in batches of k and k/4 calls, interleaved, on fresh inputs; two calls of
     each candidate batch, drawn after it, are always checked. None when a batch would not fit."""
     b_room = statistics.median(t.candidate.room_ms)
-    k = int(min(max(BATCH_MS / max(_batch_call_ms(t, p.device), 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
-                BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
-    if k < BATCH_CALLS[0] // 2:
+    buffers = _batch_buffers(p, rooms, t, _batch_call_ms(t, p.device))
+    if buffers is None:
         return None
-    ins = p.arena.layout([s[1] if s else None for s in p.inputs] * k)
-    outs = p.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k)
-    for room in rooms.values():
-        attach(p, room)
+    ins, outs, k = buffers
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
     walls: dict[tuple[str, int], list[float]] = {}
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
@@ -279,14 +275,10 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     door, over k. CPU its processes use between its batches beyond the reference's is charged to
     them. None where a batch would not fit."""
     per_call = max(statistics.median(_clock(t.reference, t.reference)), statistics.median(_clock(t.candidate, t.reference)))
-    k = int(min(max(BATCH_MS / max(per_call, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
-                BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
-    if k < BATCH_CALLS[0] // 2:
+    buffers = _batch_buffers(p, rooms, t, per_call)
+    if buffers is None:
         return None
-    ins = p.arena.layout([s[1] if s else None for s in p.inputs] * k)
-    outs = p.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k)
-    for room in rooms.values():
-        attach(p, room)
+    ins, outs, k = buffers
     used = {which: [0.0, room.cpu_ms()] for which, room in rooms.items()}  # in batches, and from the start
     lowest: dict[tuple[str, int], float] = {}
     for _ in range(BATCH_ROUNDS):
@@ -300,10 +292,7 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
                 used[which][0] += spent
                 lowest[(which, n)] = min(spent, lowest.get((which, n), math.inf))
                 if which == "candidate":
-                    for j in [secrets.randbelow(n) for _ in range(2)]:
-                        n_out = len(outs) // k
-                        _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
-                        t.must_check.append(seeds[j])
+                    _check_two(p, t, seeds, outs, k)
     idle = {which: rooms[which].cpu_ms() - start - spent for which, (spent, start) in used.items()}
     per = {which: (lowest[(which, k)] - lowest[(which, k // 4)]) / (k - k // 4) for which in ("reference", "candidate")}
     door = lowest[("reference", k // 4)] - k // 4 * per["reference"]
@@ -354,10 +343,7 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
             idle[0] += (used() - cpu_from) * 1e3
             idle[1] += (time.perf_counter() - wall_from) * 1e3
             walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
-            for j in [secrets.randbelow(n) for _ in range(2)]:
-                n_out = len(outs) // k
-                _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
-                t.must_check.append(seeds[j])
+            _check_two(p, t, seeds, outs, k)
 
 
 def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float], door: float | None) -> Batches:
@@ -377,6 +363,29 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
     spread = sum(sorted(walls[("copy", n)])[:2][-1] - lowest[("copy", n)] for n in (k // 4, k)) / (k - k // 4)
     return Batches(calls=k, candidate_ms=candidate, reference_ms=per_call["reference"], copy_ms=per_call["copy"],
                    copy_spread_ms=spread, idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
+
+
+def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms: float) -> tuple[list, list, int] | None:
+    """The batches' size k (BATCH_MS of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES) and
+    shared buffers for k calls' inputs and outputs, mapped by both rooms; None where a batch of
+    even half the smallest size would not fit."""
+    k = int(min(max(BATCH_MS / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
+                BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
+    if k < BATCH_CALLS[0] // 2:
+        return None
+    ins = p.arena.layout([s[1] if s else None for s in p.inputs] * k)
+    outs = p.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k)
+    for room in rooms.values():
+        attach(p, room)
+    return ins, outs, k
+
+
+def _check_two(p: Prepared, t: Timed, seeds: list[int], outs: list[Any], k: int) -> None:
+    """Two calls of a candidate batch, drawn after it ran, kept to be compared with the reference."""
+    n_out = len(outs) // k
+    for j in [secrets.randbelow(len(seeds)) for _ in range(2)]:
+        _sample_outputs(p, t, seeds[j], outs[j * n_out:(j + 1) * n_out])
+        t.must_check.append(seeds[j])
 
 
 def _batch_calls(p: Prepared, ins: list[Any], outs: list[Any], n: int) -> tuple[list[Call], list[int]]:
