@@ -120,6 +120,11 @@ class RoomClient:
         self.cuda_ahead: str | None = None  # the GPU it made its CUDA context on before its program came
         self.start_args: tuple[dict[str, Any], str, str] | None = None
 
+    @property
+    def role(self) -> str:
+        """'reference' for the room of the reference's Model (eager's baseline), else 'candidate'."""
+        return "reference" if self.model_class == "Model" else "candidate"
+
     # -------------------------------------------------------------- start and end
 
     @classmethod

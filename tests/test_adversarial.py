@@ -523,6 +523,29 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing():
         assert r.timing.batch is not None and r.timing.batch.speedup < 1.3, r.timing.batch
 
 
+def test_on_a_cpu_a_room_never_sees_what_the_other_room_wrote():
+    """On a CPU each room has shared buffers of its own (judge.prepare.RoomBuffers): a room that
+    mapped the reference's could take their pages away between its calls (punching holes, which a
+    sealed memfd allows) or read its outputs. This probe compares its output buffers before each
+    call with what it last wrote there and answers wrongly once they differ: it passed only once the
+    rooms stopped sharing them. On a GPU both rooms map one set, by design (memory)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU both rooms share one set of buffers (judge.prepare.RoomBuffers)")
+    r = judge(attack_source("atk_read_other_room"), timing=True)
+    assert r.verdict == "pass", r.summary
+    assert "timed_output_mismatch" not in codes(r)
+
+
+def test_a_room_that_punches_holes_in_its_shared_buffers_gains_nothing():
+    """A room that takes the pages of the output buffers it knows away while it is not asked anything
+    (fallocate PUNCH_HOLE, a few times per quiet spell), so that a room mapping the same buffers
+    faults them in on every call: its buffers are its own, and its work while not asked is charged."""
+    r = judge(attack_source("atk_punch_holes"), timing=True)
+    assert r.speedup_vs_eager is None or r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+
+
 def _short_lanes(ref_room: float, ref_wall: float, cand_room: float, cand_wall: float, n: int = 20):
     from stitch_mcp.judge.timing import Lane, Timed
 

@@ -1,9 +1,9 @@
 """Preparing the judge's side of a run stage (1) and loading the candidate into its room (2).
 
 `Prepared` is what the judge holds for the whole stage: the reference model and its first
-inputs, the output templates and tolerances, and the shared buffers (`Arena`) the room reads its
+inputs, the output templates and tolerances, and the shared buffers (`RoomBuffers`) each room reads its
 inputs from and writes its outputs into. The helpers at the end copy inputs and weights into those
-buffers and hand the room the new ones; trials and timing use them alike.
+buffers and hand a room the new ones; trials and timing use them alike.
 """
 
 from __future__ import annotations
@@ -25,6 +25,22 @@ from stitch_mcp.stage_results import BuiltExtension, valid_records
 
 
 @dataclass
+class RoomBuffers:
+    """The shared regions one room maps (stitch_mcp.shared_tensors): slots for its inputs and its
+    outputs, and for the candidate's room its weights. On a CPU each room has regions of its own: a
+    room that maps the other's can take their pages away between the other's calls (punching holes
+    with fallocate or madvise, which a sealed memfd allows), so that the other's every call faults
+    them in again. On a GPU both rooms map one set: no importer can take pages from an allocation
+    of the CUDA driver's, memory is what limits the largest tasks there (gpu_memory.COPIES), and a
+    room that writes into the reference's inputs while it runs slows eager beside it only, which the
+    reference's room timed alone undoes (judge.timing.eager_agrees)."""
+
+    arena: Arena
+    inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
+    outputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened output
+
+
+@dataclass
 class Prepared:
     """What the judge holds for the whole stage."""
 
@@ -38,13 +54,24 @@ class Prepared:
     atol: float
     rtol: float
     warm_finite: bool
-    arena: Arena
-    inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
-    outputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened output
-    state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view)
+    buffers: dict[str, RoomBuffers] = field(default_factory=dict)  # by room (RoomClient.role)
+    state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view), in the candidate's buffers
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
     compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
+
+    @property
+    def inputs(self) -> list[Any]:
+        """The candidate's input slots (the trials')."""
+        return self.buffers["candidate"].inputs
+
+    @property
+    def outputs(self) -> list[Any]:
+        """The candidate's output slots (the trials')."""
+        return self.buffers["candidate"].outputs
+
+    def of(self, room: RoomClient) -> RoomBuffers:
+        return self.buffers[room.role]
 
     @property
     def out_bytes(self) -> int:
@@ -104,10 +131,14 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
     finite = all(bool(torch.isfinite(o).all()) for o in flat
                  if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
-    p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite, Arena(device),
+    p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite,
                  ref_writes_inputs=writes_inputs, compiled_ahead=ahead[1] if ahead else None)
-    p.inputs = p.arena.layout(integ.flatten(first))
-    p.outputs = p.arena.layout(flat)
+    shared = None
+    for role in rooms:
+        if shared is None or device != "cuda":
+            shared = RoomBuffers(Arena(device))
+            shared.inputs, shared.outputs = shared.arena.layout(integ.flatten(first)), shared.arena.layout(flat)
+        p.buffers[role] = shared
     return p
 
 
@@ -246,7 +277,7 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
              if isinstance(own.get(k), p.torch.Tensor) and list(own[k].shape) == shape]
     res["copied_state"] = len(names)
     if names:
-        slots = p.arena.layout([own[k] for k in names])
+        slots = p.of(room).arena.layout([own[k] for k in names])
         p.state = {k: s for k, s in zip(names, slots) if s is not None}
         share_state(p, room)
     # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
@@ -266,7 +297,7 @@ def warm_reference(p: Prepared, room: RoomClient) -> None:
     lease. Its weights are its own: built from the seed the judge's were, never through a buffer
     the candidate's room can write to."""
     attach(p, room)
-    room.call(Call(args=put_inputs(p, p.first_inputs), outputs=[], release=True))  # idle until timing
+    room.call(Call(args=put_inputs(p, p.first_inputs, p.of(room).inputs), outputs=[], release=True))  # idle until timing
 
 
 def restore_weights(p: Prepared, room: RoomClient) -> None:
@@ -313,8 +344,8 @@ def share_state(p: Prepared, room: RoomClient) -> None:
 
 
 def attach(p: Prepared, room: RoomClient) -> None:
-    """Send the room the shared regions made since the last time (their fds ride along)."""
-    regions, fds = p.arena.since(room.attached)
+    """Send the room its shared regions made since the last time (their fds ride along)."""
+    regions, fds = p.of(room).arena.since(room.attached)
     if regions:
         room.ask(Attach(regions=regions), fds)
         room.attached += len(regions)
@@ -335,8 +366,8 @@ def sync(p: Prepared) -> None:
         p.torch.cuda.synchronize()
 
 def put_inputs(p: Prepared, inputs: list[Any], slots: list[Any] | None = None) -> list[Arg]:
-    """Copy the inputs into the room's shared buffers (`slots`, by default the trials' own); the
-    judge keeps `inputs` as they are."""
+    """Copy the inputs into a room's shared buffers (`slots`, by default the candidate's, the trials'
+    own); the judge keeps `inputs` as they are."""
     args = []
     for value, slot in zip(integ.flatten(inputs), p.inputs if slots is None else slots):
         if slot is None or not isinstance(value, p.torch.Tensor):

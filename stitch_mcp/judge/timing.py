@@ -69,15 +69,14 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], 
     torch = p.torch
     n_max = int(spec.get("timing_iters") or 100)
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=p.device) if p.device == "cuda" else None
-    out_specs = [s[0] if s else None for s in p.outputs]
     t = Timed(Lane(), Lane(), cpu_clock=cpu_clock)
     for room in rooms.values():
         attach(p, room)
     started = time.monotonic()
-    args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
     for which in ("reference", "candidate"):  # warm-up, untimed (each room made a first call before the lease)
-        rooms[which].call(Call(args=args, outputs=out_specs, timed=True))
-        args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1))
+        buffers = p.buffers[which]
+        args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1), buffers.inputs)
+        rooms[which].call(Call(args=args, outputs=_specs(buffers.outputs), timed=True))
     cpu_from = {which: room.cpu_ms() for which, room in rooms.items()} if t.cpu_clock else {}
     wall_from = time.perf_counter()
     while len(t.candidate.room_ms) < n_max:
@@ -85,7 +84,7 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], 
             lane = getattr(t, which)
             for _ in range(BLOCK):
                 seed = secrets.randbelow(2 ** 31 - 1)
-                _timed_call(p, rooms[which], lane, seed, flush, out_specs, t.cpu_clock)
+                _timed_call(p, rooms[which], lane, seed, flush, t.cpu_clock)
                 if which == "candidate":
                     _sample_outputs(p, t, seed)
             lane.block_medians.append(statistics.median(lane.room_ms[-BLOCK:]))
@@ -101,14 +100,14 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], 
     return t
 
 
-def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out_specs,
-                on_cpu_clock: bool = False) -> None:
-    args, gap_ms = _gap(p, flush, seed)
+def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, on_cpu_clock: bool = False) -> None:
+    buffers = p.of(room)
+    args, gap_ms = _gap(p, flush, seed, buffers.inputs)
     if lane.wall_ms:
         lane.after_ms.append(gap_ms)
     c0 = room.cpu_ms() if on_cpu_clock else 0.0
     h0 = time.perf_counter()
-    called = room.call(Call(args=args, outputs=out_specs, timed=True))
+    called = room.call(Call(args=args, outputs=_specs(buffers.outputs), timed=True))
     lane.wall_ms.append((time.perf_counter() - h0) * 1e3)
     if on_cpu_clock:
         lane.cpu_ms.append(room.cpu_ms() - c0)
@@ -122,11 +121,15 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, out
 def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False) -> Lane:
     """The reference's room timed again once the candidate's room is gone: the clean eager time."""
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
-    out_specs = [s[0] if s else None for s in p.outputs]
     lane = Lane()
     for _ in range(max(calls, 10)):
-        _timed_call(p, room, lane, secrets.randbelow(2 ** 31 - 1), flush, out_specs, on_cpu_clock)
+        _timed_call(p, room, lane, secrets.randbelow(2 ** 31 - 1), flush, on_cpu_clock)
     return lane
+
+
+def _specs(slots: list[Any]) -> list[Any]:
+    """The door's names for a room's shared slots."""
+    return [s[0] if s else None for s in slots]
 
 
 # Eager beside the candidate within this much of the task's clean eager (its room timed alone, in an
@@ -147,14 +150,14 @@ def eager_agrees(spec: dict[str, Any], res: dict[str, Any], t: Timed) -> bool:
     return bool(cached) and time.time() - at < EAGER_ROOM_TTL_S and beside <= (1 + EAGER_AGREES) * cached["median_ms"]
 
 
-def _gap(p: Prepared, flush, seed: int) -> tuple[list[Arg], float]:
-    """The judge's own work between timed calls: fresh inputs into the shared buffers, the L2
+def _gap(p: Prepared, flush, seed: int, slots: list[Any]) -> tuple[list[Arg], float]:
+    """The judge's own work between timed calls: fresh inputs into a room's shared `slots`, the L2
     cache flushed, the device synchronised. Returns the call's arguments and how long it took."""
     from stitch_mcp.loader import make_inputs
 
     h0 = time.perf_counter()
     fresh = make_inputs(p.ref_mod, p.device, seed)
-    args = put_inputs(p, fresh)
+    args = put_inputs(p, fresh, slots)
     del fresh
     if flush is not None:
         flush.zero_()
@@ -235,12 +238,12 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     buffers = _batch_buffers(p, rooms, t, _batch_call_ms(t, p.device))
     if buffers is None:
         return None
-    ins, outs, k = buffers
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
     walls: dict[tuple[str, int], list[float]] = {}
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
     door = None if p.device == "cuda" else door_allowance(t, p.device)
-    _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
+    _batch_rounds(p, rooms, t, buffers, flush, walls, idle)
+    k = buffers[1]
     batches = _per_call(walls, k, idle, door)
     implied, contradicted, info = batch_bound(t, batches, p.device)
     if contradicted or _batches_raise(implied, b_room, p.device) or _unverified(info, p.device):
@@ -248,7 +251,7 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
         # many rounds again: other work on the host only ever adds to a batch, so the lowest of all
         # rounds stands. On a 2-core host running a test suite beside it, an honest OpenMP candidate's
         # batches were once 2x slower than its calls.
-        _batch_rounds(p, rooms, t, (ins, outs, k), flush, walls, idle)
+        _batch_rounds(p, rooms, t, buffers, flush, walls, idle)
         batches = _per_call(walls, k, idle, door)
     batches.busy_host = _host_busy()
     return batches
@@ -278,13 +281,13 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     buffers = _batch_buffers(p, rooms, t, per_call)
     if buffers is None:
         return None
-    ins, outs, k = buffers
+    slots, k = buffers
     used = {which: [0.0, room.cpu_ms()] for which, room in rooms.items()}  # in batches, and from the start
     lowest: dict[tuple[str, int], float] = {}
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
             for which in ("reference", "candidate"):
-                calls, seeds = _batch_calls(p, ins, outs, n)
+                calls, seeds = _batch_calls(p, *slots[which], n)
                 c0 = rooms[which].cpu_ms()
                 rooms[which].ask(Batch(calls=calls))
                 rooms[which].ask(Run())
@@ -292,7 +295,7 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
                 used[which][0] += spent
                 lowest[(which, n)] = min(spent, lowest.get((which, n), math.inf))
                 if which == "candidate":
-                    _check_two(p, t, seeds, outs, k)
+                    _check_two(p, t, seeds, slots[which][1], k)
     idle = {which: rooms[which].cpu_ms() - start - spent for which, (spent, start) in used.items()}
     per = {which: (lowest[(which, k)] - lowest[(which, k // 4)]) / (k - k // 4) for which in ("reference", "candidate")}
     door = lowest[("reference", k // 4)] - k // 4 * per["reference"]
@@ -330,20 +333,20 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
     """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; the CPU
     the candidate's room used while not asked anything, and how long that was, added to `idle`
     (IDLE_CPU_SHARE)."""
-    ins, outs, k = buffers
+    slots, k = buffers
     used = rooms["candidate"].cpu_meter()
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
             cpu_from, wall_from = used(), time.perf_counter()
-            calls, _ = _batch_calls(p, ins, outs, n)
+            calls, _ = _batch_calls(p, *slots["reference"], n)
             walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
             walls.setdefault(("copy", n), []).append(
                 _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
-            calls, seeds = _batch_calls(p, ins, outs, n)
+            calls, seeds = _batch_calls(p, *slots["candidate"], n)
             idle[0] += (used() - cpu_from) * 1e3
             idle[1] += (time.perf_counter() - wall_from) * 1e3
             walls.setdefault(("candidate", n), []).append(_run_batch(p, rooms["candidate"], Batch(calls=calls), flush))
-            _check_two(p, t, seeds, outs, k)
+            _check_two(p, t, seeds, slots["candidate"][1], k)
 
 
 def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[float], door: float | None) -> Batches:
@@ -365,19 +368,24 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
                    copy_spread_ms=spread, idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
 
 
-def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms: float) -> tuple[list, list, int] | None:
-    """The batches' size k (BATCH_MS of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES) and
-    shared buffers for k calls' inputs and outputs, mapped by both rooms; None where a batch of
-    even half the smallest size would not fit."""
+def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed,
+                   call_ms: float) -> tuple[dict[str, tuple[list, list]], int] | None:
+    """Each room's shared slots for k calls' inputs and outputs ({room: (inputs, outputs)}, in its
+    own buffers: RoomBuffers), and the batches' size k (BATCH_MS of calls of `call_ms`, within
+    BATCH_CALLS and BATCH_BYTES); None where a batch of even half the smallest size would not fit."""
     k = int(min(max(BATCH_MS / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
                 BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
     if k < BATCH_CALLS[0] // 2:
         return None
-    ins = p.arena.layout([s[1] if s else None for s in p.inputs] * k)
-    outs = p.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k)
+    laid: dict[int, tuple[list, list]] = {}
+    for which in rooms:
+        own = p.buffers[which]
+        if id(own) not in laid:  # on a GPU the rooms share one set
+            laid[id(own)] = (own.arena.layout([s[1] if s else None for s in own.inputs] * k),
+                             own.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k))
     for room in rooms.values():
         attach(p, room)
-    return ins, outs, k
+    return {which: laid[id(p.buffers[which])] for which in rooms}, k
 
 
 def _check_two(p: Prepared, t: Timed, seeds: list[int], outs: list[Any], k: int) -> None:
