@@ -940,9 +940,7 @@ def _eager_room(out: RunStageResult | BaselineStageResult, cached: dict | None) 
     cached one, so that no candidate (nor a host busy for a while) can raise the time that later
     checks' eager is held to. Timed again, it is fresh again."""
     alone = out.timing.eager_alone if isinstance(out.timing, RunTiming) else None
-    batch = out.timing.batch if isinstance(out.timing, RunTiming) else None
-    # the CPU clock's batches time every check they run in (charged_ms set): that is no correction
-    corrected = batch is not None and batch.room_ms and batch.charged_ms is None
+    corrected = isinstance(out.timing, RunTiming) and out.timing.batch is not None and out.timing.batch.room_ms
     if alone is None or out.findings or corrected or not all(t.ok for t in out.trials):
         return None
     if cached and cached.get("median_ms", float("inf")) <= alone.median_ms:

@@ -165,11 +165,8 @@ class BatchTiming(BaseModel):
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
-    room_ms: float | None = Field(None, description="on a CPU, where the batches set the candidate's time (or, "
-                                  "saying nothing, capped its speedup): its single calls' median")
-    charged_ms: float | None = Field(None, description="on the CPU clock, where the candidate is timed at eager's "
-                                     "time over the batches' speedup: what each of its calls is charged besides (CPU "
-                                     "between its calls and waiting, beyond the reference's)")
+    room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time (or, "
+                                  "saying nothing, capped its speedup): its room's own median per call")
     unverified: bool = Field(False, description="on a CPU, the batches were noise (see note): the candidate is then "
                              "given no speedup over eager that one call's bracket, with all its jitter, does not show")
     note: str = ""

@@ -491,31 +491,20 @@ def test_batches_run_before_the_judges_clock(program, finding, clean_honest):
 
 
 def test_on_the_cpu_clock_batches_carry_their_speedup_over():
-    """Where the batches ran, a room is timed at eager's time over its speedup in batches, where the
-    door cancels, whatever its single calls say: one whose single calls cost less than the
-    reference's door and its outputs (a cheaper door of its own) gains nothing, and an honest one's
-    time does not move with its door's. Eager timed lower alone moves the candidate with it, and a
-    room that worked between its calls is not timed by its batches."""
+    """A room whose single calls cost less than the reference's door and its outputs (a cheaper door
+    of its own) is timed at eager's time over its speedup in batches, where the door cancels; an
+    honest one whose batches agree keeps its single calls' time."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Batches, Lane, baselines, judge_times
+    from stitch_mcp.judge.timing import Batches, judge_times
 
-    eager = 0.30 - 0.23  # the reference's CPU per call less its door
-    for cand_cpu, batch_ms, idle in ((0.235, 0.06, 0.2), (0.27, 0.03, 0.2), (0.27, 0.03, 40.0)):
-        t = _cpu_clock_lanes(cand_cpu, 0.01, 0.005, idle=idle)
+    for cand_cpu, batch_ms, timed_ms in ((0.235, 0.06, 0.07 * 0.06 / 0.06), (0.27, 0.03, 0.04)):
+        t = _cpu_clock_lanes(cand_cpu, 0.01, 0.005)
         t.cpu_batches = Batches(calls=64, candidate_ms=batch_ms, reference_ms=0.06, copy_ms=0.0)
-        res = {"findings": [], "checks_run": [], "notes": []}
+        res = {"findings": [], "checks_run": []}
         judge_times(res, SimpleNamespace(device="cpu"), t)
-        batch = res["timing"]["batch"]
-        assert batch["speedup"] == pytest.approx(0.06 / batch_ms)
-        if idle > 1.0:  # work_while_idle: no speedup, batches or not
-            assert "charged_ms" not in batch and res["timing"]["candidate"]["median_ms"] >= eager
-            continue
-        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(eager * batch_ms / 0.06, rel=1e-6)
-        alone = Lane(cpu_ms=[0.28] * 20, own_cpu_ms=[0.04] * 20, copy_cpu_ms=[0.02] * 20)  # eager 0.06 alone
-        baselines({}, res, None, lambda *a, **k: None, alone)
-        assert res["timing"]["eager"]["median_ms"] == pytest.approx(0.06)
-        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.06 * batch_ms / 0.06, rel=1e-6)
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
+        assert res["timing"]["batch"]["speedup"] == pytest.approx(0.06 / batch_ms)
     from stitch_mcp.judge.timing import needs_cpu_batches
 
     assert needs_cpu_batches(_cpu_clock_lanes(0.27, 0.025, 0.02)) and not needs_cpu_batches(
