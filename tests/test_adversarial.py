@@ -539,11 +539,17 @@ def test_on_a_cpu_a_room_never_sees_what_the_other_room_wrote():
 
 
 def test_a_room_that_punches_holes_in_its_shared_buffers_gains_nothing():
-    """A room that takes the pages of the output buffers it knows away while it is not asked anything
-    (fallocate PUNCH_HOLE, a few times per quiet spell), so that a room mapping the same buffers
-    faults them in on every call: its buffers are its own, and its work while not asked is charged."""
+    """A room that takes away the pages of its batch output buffers while it is not asked anything
+    (fallocate PUNCH_HOLE), so that a room mapping the same buffers faults them in on every call of
+    its batches: eager's batches cost it 0.17-0.19 ms a call where the rooms shared them, against
+    0.09-0.11 ms beside an honest room (2-core host, 2026-11-27). Its buffers are its own, and its work
+    while not asked is charged."""
+    honest = judge((PROGRAMS / "cand_relu_torch.py").read_text(), timing=True)
     r = judge(attack_source("atk_punch_holes"), timing=True)
-    assert r.speedup_vs_eager is None or r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+    if honest.timing.batch is not None and r.timing.batch is not None:  # short calls' batches ran (a CPU)
+        assert r.timing.batch.reference_ms < 1.4 * honest.timing.batch.reference_ms, (r.timing.batch, honest.timing.batch)
 
 
 def _short_lanes(ref_room: float, ref_wall: float, cand_room: float, cand_wall: float, n: int = 20):

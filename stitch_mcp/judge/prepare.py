@@ -31,9 +31,12 @@ class RoomBuffers:
     room that maps the other's can take their pages away between the other's calls (punching holes
     with fallocate or madvise, which a sealed memfd allows), so that the other's every call faults
     them in again. On a GPU both rooms map one set: no importer can take pages from an allocation
-    of the CUDA driver's, memory is what limits the largest tasks there (gpu_memory.COPIES), and a
-    room that writes into the reference's inputs while it runs slows eager beside it only, which the
-    reference's room timed alone undoes (judge.timing.eager_agrees)."""
+    of the CUDA driver's, and memory is what limits the largest tasks there (gpu_memory.COPIES). A
+    room that writes into the reference's inputs while it runs slows eager's single calls beside
+    it, which the reference's room timed alone undoes (judge.timing.eager_agrees); eager's batches
+    there (batch_bracket) are not timed again, and slower they only loosen the bound they put on a
+    claimed time. Each room's own buffers rely on the rooms' own uids (a room at sandbox level
+    "none" can open another process's descriptors through /proc)."""
 
     arena: Arena
     inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
@@ -134,11 +137,11 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite,
                  ref_writes_inputs=writes_inputs, compiled_ahead=ahead[1] if ahead else None)
     shared = None
-    for role in rooms:
+    for room in rooms.values():
         if shared is None or device != "cuda":
             shared = RoomBuffers(Arena(device))
             shared.inputs, shared.outputs = shared.arena.layout(integ.flatten(first)), shared.arena.layout(flat)
-        p.buffers[role] = shared
+        p.buffers[room.role] = shared
     return p
 
 

@@ -74,7 +74,7 @@ def time_rooms(spec: dict[str, Any], p: Prepared, rooms: dict[str, RoomClient], 
         attach(p, room)
     started = time.monotonic()
     for which in ("reference", "candidate"):  # warm-up, untimed (each room made a first call before the lease)
-        buffers = p.buffers[which]
+        buffers = p.of(rooms[which])
         args, _ = _gap(p, flush, secrets.randbelow(2 ** 31 - 1), buffers.inputs)
         rooms[which].call(Call(args=args, outputs=_specs(buffers.outputs), timed=True))
     cpu_from = {which: room.cpu_ms() for which, room in rooms.items()} if t.cpu_clock else {}
@@ -371,7 +371,7 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
 def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed,
                    call_ms: float) -> tuple[dict[str, tuple[list, list]], int] | None:
     """Each room's shared slots for k calls' inputs and outputs ({room: (inputs, outputs)}, in its
-    own buffers: RoomBuffers), and the batches' size k (BATCH_MS of calls of `call_ms`, within
+    own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU), and the batches' size k (BATCH_MS of calls of `call_ms`, within
     BATCH_CALLS and BATCH_BYTES); None where a batch of even half the smallest size would not fit."""
     k = int(min(max(BATCH_MS / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
                 BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
@@ -379,13 +379,13 @@ def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed,
         return None
     laid: dict[int, tuple[list, list]] = {}
     for which in rooms:
-        own = p.buffers[which]
+        own = p.of(rooms[which])
         if id(own) not in laid:  # on a GPU the rooms share one set
             laid[id(own)] = (own.arena.layout([s[1] if s else None for s in own.inputs] * k),
                              own.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k))
     for room in rooms.values():
         attach(p, room)
-    return {which: laid[id(p.buffers[which])] for which in rooms}, k
+    return {which: laid[id(p.of(rooms[which]))] for which in rooms}, k
 
 
 def _check_two(p: Prepared, t: Timed, seeds: list[int], outs: list[Any], k: int) -> None:

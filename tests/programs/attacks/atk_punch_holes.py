@@ -1,15 +1,15 @@
-"""Attack: take the pages of the shared output buffers away while the reference's room runs, so
-that its every call (and every call of its batches) faults them in again. At import it finds the
-room (_Room) in the stack frames, notes which shared regions its calls and batches write outputs
-into, and starts a thread that, once the room has not been called for a while (the reference's turn),
+"""Attack: take away the pages of the batch output buffers while the reference's room runs, so that
+every call of its batches faults them in again. At import it finds the room (_Room) and its serve
+loop's handlers in the stack frames, notes which shared regions its batches write outputs into, and
+starts a thread that, once the room has not been asked anything for a while (the reference's turn),
 punches holes in those regions (fallocate PUNCH_HOLE on the region's memfd, which sealing allows)
-a few times, whenever their pages are back. It does the reference's own work. Where both rooms map the same
-output buffers, the reference's calls pay for the faults; where each room has its own, only this
-room's do."""
+a few times, whenever their pages are back. It does the reference's own work, and its own single
+calls' buffers are left alone. Where both rooms map the same batch buffers, the reference's
+batches pay for the faults; where each room has its own, only this room's do. A room whose
+internals it cannot find fails its check (it would otherwise pass without attacking)."""
 import ctypes
 import ctypes.util
 import mmap
-import os
 import sys
 import threading
 import time
@@ -46,7 +46,7 @@ def _present(mapped) -> bool:
 def _install():
     room, handlers = _find_room()
     if room is None:
-        return
+        return False
     outputs: set[int] = set()
     state = {"busy": False, "last": time.monotonic()}
     kinds = {m.__name__: m for m in handlers}
@@ -61,9 +61,8 @@ def _install():
                 state["busy"], state["last"] = False, time.monotonic()
         return inner
 
-    notes = {"Call": lambda m: outputs.update(o.region for o in m.outputs if o is not None),
-             "Batch": lambda m: outputs.update(o.region for c in m.calls for o in c.outputs if o is not None),
-             "Run": lambda m: None}
+    notes = {"Call": lambda m: None, "Run": lambda m: None,
+             "Batch": lambda m: outputs.update(o.region for c in m.calls for o in c.outputs if o is not None)}
     for name, note in notes.items():
         handlers[kinds[name]] = wrapped(handlers[kinds[name]], note)
 
@@ -87,10 +86,12 @@ def _install():
                 time.sleep(GAP_S)
 
     threading.Thread(target=punch, daemon=True).start()
+    return True
 
 
+INSTALLED = False
 try:
-    _install()
+    INSTALLED = _install()
 except Exception:
     pass
 
@@ -100,4 +101,6 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x):
+        if not INSTALLED and x.device.type != "meta":  # meta: the build stage's rehearsal, not a room call
+            raise RuntimeError("attack: the room's internals were not found")
         return torch.relu(x)
