@@ -213,16 +213,25 @@ REPLIES: TypeAdapter = TypeAdapter(Reply)
 # ------------------------------------------------------------------ framing
 
 
-class Door:
-    """One end of the socket. `send` a model (with fds); `receive` the next model of `adapter`."""
+# The room parses the same timed Call (the same slots every call) a hundred times a check: parsed
+# once, it costs no more than a lookup. On a 2-core host (2026-11-27) the door cost a 64K relu's room
+# 0.17-0.20 ms of CPU per call against 0.05 ms of forward; a room answering it more cheaply gains
+# what the honest door costs beyond its own.
+PARSED_CALLS = 64
 
-    def __init__(self, sock: socket.socket, adapter: TypeAdapter):
+
+class Door:
+    """One end of the socket. `send` a model (with fds); `receive` the next model of `adapter`.
+    `reuse_calls`: a Call frame seen before (byte for byte, no fds) is the same message object."""
+
+    def __init__(self, sock: socket.socket, adapter: TypeAdapter, reuse_calls: bool = False):
         self.sock, self.adapter = sock, adapter
         self.sock.setblocking(True)
+        self.parsed: dict[bytes, Any] | None = {} if reuse_calls else None
 
     @classmethod
-    def from_fd(cls, fd: int, adapter: TypeAdapter) -> "Door":
-        return cls(socket.socket(fileno=fd), adapter)
+    def from_fd(cls, fd: int, adapter: TypeAdapter, reuse_calls: bool = False) -> "Door":
+        return cls(socket.socket(fileno=fd), adapter, reuse_calls)
 
     def send(self, message: BaseModel, fds: list[int] | None = None) -> None:
         body = message.model_dump_json().encode()
@@ -244,10 +253,16 @@ class Door:
         if n > MAX_FRAME:
             raise DoorClosed(f"a message of {n} bytes (over {MAX_FRAME})")
         body, _ = self._read(n, end)
+        known = self.parsed.get(body) if self.parsed is not None and not fds else None
+        if known is not None:
+            return known, fds
         try:
-            return self.adapter.validate_python(json.loads(body)), fds
+            message = self.adapter.validate_python(json.loads(body))
         except ValueError as exc:  # JSON or pydantic
             raise DoorClosed(f"a malformed message: {str(exc)[:300]}") from None
+        if self.parsed is not None and not fds and isinstance(message, Call) and len(self.parsed) < PARSED_CALLS:
+            self.parsed[body] = message
+        return message, fds
 
     def _read(self, n: int, end: float | None, want_fds: bool = False) -> tuple[bytes, list[int]]:
         buf, fds = b"", []

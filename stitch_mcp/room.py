@@ -56,6 +56,7 @@ class _Room:
         torch.backends.cudnn.allow_tf32 = False
         self.torch, self.door = torch, door
         self.shared = Attached()
+        self.views: dict[int, tuple[Call, list[Any], list[Any]]] = {}  # see _resolved
         self.model: Any = None
         self.device = "cpu"
         self.last_outputs: list[Any] = []
@@ -175,8 +176,7 @@ class _Room:
 
     def call(self, message: Call, _fds) -> Called:
         torch = self.torch
-        args = [self.shared.view(a.tensor) if a.tensor is not None else a.value for a in message.args]
-        targets = [self.shared.view(o) if o is not None else None for o in message.outputs]
+        args, targets = self._resolved(message)
         cuda = self.device.startswith("cuda")
         if cuda:  # the last call's outputs freed before this one's are made (6-8 GB each on KernelBench's level 1);
             # not on a CPU, where glibc could then give the poisoned blocks back to the system and the
@@ -209,6 +209,20 @@ class _Room:
             room_cpu_ms = None if cuda else (c1 - c0) * 1e3
         return Called(outputs=metas, room_ms=room_ms, room_cpu_ms=room_cpu_ms,
                       copy_cpu_ms=None if cuda else copy_cpu_ms)
+
+    def _resolved(self, message: Call) -> tuple[list[Any], list[Any]]:
+        """A call's arguments and output buffers as tensors. The views of a Call seen before (the
+        door's reused message) are kept; the arguments are fresh aliases of them, so that a forward
+        that changes its input tensor's shape in place (`x.squeeze_()`) changes only its own."""
+        kept = self.views.get(id(message))
+        if kept is None or kept[0] is not message:
+            view = self.shared.view
+            kept = (message, [view(a.tensor) if a.tensor is not None else a.value for a in message.args],
+                    [view(o) if o is not None else None for o in message.outputs])
+            if len(self.views) < 64:
+                self.views[id(message)] = kept
+        args = [a.detach() if isinstance(a, self.torch.Tensor) else a for a in kept[1]]
+        return args, kept[2]
 
     def batch(self, message: Batch, _fds) -> Done:
         view = self.shared.view
@@ -379,7 +393,7 @@ def _poison_free_memory(targets: list[Any], device: str) -> None:
 
 
 def main() -> int:
-    door = Door.from_fd(int(os.environ.pop("STITCH_DOOR_FD")), COMMANDS)
+    door = Door.from_fd(int(os.environ.pop("STITCH_DOOR_FD")), COMMANDS, reuse_calls=True)
     import importlib
 
     import torch

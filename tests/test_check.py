@@ -169,6 +169,15 @@ def test_eager_is_timed_alone_again_only_where_it_was_slower_beside_the_candidat
     assert _eager_room(r.task_id) == 1e-9, "a higher time alone never replaces a lower cached one"
 
 
+def test_every_call_gets_its_input_in_the_tasks_shape():
+    """The room keeps the views of a timed call it has seen before (door.Door's reused Call); a
+    forward that changes its input's shape in place changes only its own alias, never what the next
+    call is handed."""
+    r = check("ref_relu", "cand_reshapes_input_in_place", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert "timed_outputs" in r.integrity.checks_run and not codes(r), r.integrity.findings
+
+
 def test_cached_times_of_another_clock_are_not_used():
     """A task's cached baselines name the clock they were taken on: on a host whose CPU rooms are
     timed by their CPU on one core, times an earlier version took on the wall clock (several threads)
