@@ -20,6 +20,7 @@ from typing import Any
 
 from stitch_mcp.door import (
     COMMANDS,
+    PARSED_CALLS,
     Attach,
     Batch,
     Bye,
@@ -219,7 +220,7 @@ class _Room:
             view = self.shared.view
             kept = (message, [view(a.tensor) if a.tensor is not None else a.value for a in message.args],
                     [view(o) if o is not None else None for o in message.outputs])
-            if len(self.views) < 64:
+            if len(self.views) < PARSED_CALLS:
                 self.views[id(message)] = kept
         args = [a.detach() if isinstance(a, self.torch.Tensor) else a for a in kept[1]]
         return args, kept[2]

@@ -143,10 +143,16 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def attack_daemons() -> list[int]:
-    """Live processes an attack started (they carry a recognisable command line)."""
+def attack_daemons(marks: tuple[str, ...] = SLEEP_MARKS) -> list[int]:
+    """Live processes an attack started (they carry a recognisable command line); `marks`: only
+    those of these attacks (with pytest-xdist, another worker's attack may be running)."""
     return [int(p) for p in os.listdir("/proc") if p.isdigit()
-            and any(_cmdline(p) == f"sleep {m}" for m in SLEEP_MARKS)]
+            and any(_cmdline(p) == f"sleep {m}" for m in marks)]
+
+
+def marks_in(source: str) -> tuple[str, ...]:
+    """The daemon marks an attack's source uses."""
+    return tuple(m for m in SLEEP_MARKS if m in source)
 
 
 def kill_daemons(pids: list[int]) -> None:
@@ -185,11 +191,12 @@ def workers_left() -> list[int]:
     return left
 
 
-def settle(seconds: float = 10.0) -> tuple[list[int], list[int]]:
-    """Wait (briefly) for what a check started to go; return what did not (daemons, workers)."""
+def settle(marks: tuple[str, ...], seconds: float = 10.0) -> tuple[list[int], list[int]]:
+    """Wait (briefly) for what a check started to go (daemons with `marks`, this process's workers
+    and rooms); return what did not (daemons, workers)."""
     end = time.monotonic() + seconds
     while True:
-        daemons, workers = attack_daemons(), workers_left()
+        daemons, workers = attack_daemons(marks), workers_left()
         if (not daemons and not workers) or time.monotonic() > end:
             return daemons, workers
         time.sleep(0.2)
@@ -233,7 +240,7 @@ def short_run_timeout():
 
 def assert_contained(report, source: str, before: Storage, clean_honest: dict) -> None:
     """The four properties every attack must leave intact (see the module docstring)."""
-    daemons, workers = settle()
+    daemons, workers = settle(marks_in(source))
     kill_daemons(daemons)
     assert not daemons, f"the attack's daemons outlived the check: {daemons}"
     assert not workers, f"processes left behind: {[_cmdline(str(p)) for p in workers]}"
@@ -357,15 +364,16 @@ def test_daemons_die_with_the_check(program, clean_honest):
     them): dead right after the check; the candidate, otherwise correct, is caught by it."""
     source = attack_source(program)
     before = Storage()
+    marks = marks_in(source)
     try:
         r = judge(source)
-        daemons = attack_daemons()
+        daemons = attack_daemons(marks)
         assert not daemons, f"{len(daemons)} daemon(s) outlived the check"
         assert r.verdict in ("fail", "error"), r.summary
         assert r.verdict == "error" or "background_processes" in codes(r), r.summary
         assert_contained(r, source, before, clean_honest)
     finally:
-        kill_daemons(attack_daemons())
+        kill_daemons(attack_daemons(marks))
 
 
 @pytest.mark.slow
@@ -373,9 +381,9 @@ def test_daemon_from_the_build_stage(clean_honest):
     source = attack_source("atk_daemon", "build")
     try:
         judge(source)
-        assert not attack_daemons(), "a daemon started in the build worker outlived the check"
+        assert not attack_daemons(marks_in(source)), "a daemon started in the build worker outlived the check"
     finally:
-        kill_daemons(attack_daemons())
+        kill_daemons(attack_daemons(marks_in(source)))
 
 
 @pytest.mark.slow
@@ -411,10 +419,10 @@ def test_device_lock_held_by_a_daemon(clean_honest):
     try:
         r = judge(source)
         assert r.verdict in ("fail", "error"), r.summary
-        assert not attack_daemons(), "a daemon holding the device lock outlived the check"
+        assert not attack_daemons(marks_in(source)), "a daemon holding the device lock outlived the check"
         assert_contained(r, source, Storage(), clean_honest)
     finally:
-        kill_daemons(attack_daemons())
+        kill_daemons(attack_daemons(marks_in(source)))
 
 
 # ------------------------------------------------------------------ timing

@@ -238,12 +238,12 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     buffers = _batch_buffers(p, rooms, t, _batch_call_ms(t, p.device))
     if buffers is None:
         return None
+    k = buffers[1]
     flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
     walls: dict[tuple[str, int], list[float]] = {}
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
     door = None if p.device == "cuda" else door_allowance(t, p.device)
     _batch_rounds(p, rooms, t, buffers, flush, walls, idle)
-    k = buffers[1]
     batches = _per_call(walls, k, idle, door)
     implied, contradicted, info = batch_bound(t, batches, p.device)
     if contradicted or _batches_raise(implied, b_room, p.device) or _unverified(info, p.device):
@@ -371,8 +371,9 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
 def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed,
                    call_ms: float) -> tuple[dict[str, tuple[list, list]], int] | None:
     """Each room's shared slots for k calls' inputs and outputs ({room: (inputs, outputs)}, in its
-    own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU), and the batches' size k (BATCH_MS of calls of `call_ms`, within
-    BATCH_CALLS and BATCH_BYTES); None where a batch of even half the smallest size would not fit."""
+    own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU), and the batches' size k
+    (BATCH_MS of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES); None where a batch of even
+    half the smallest size would not fit."""
     k = int(min(max(BATCH_MS / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
                 BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
     if k < BATCH_CALLS[0] // 2:
