@@ -299,9 +299,9 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     idle = {which: rooms[which].cpu_ms() - start - spent for which, (spent, start) in used.items()}
     per = {which: (lowest[(which, k)] - lowest[(which, k // 4)]) / (k - k // 4) for which in ("reference", "candidate")}
     door = lowest[("reference", k // 4)] - k // 4 * per["reference"]
-    calls = BATCH_ROUNDS * (k + k // 4)
+    n_calls = BATCH_ROUNDS * (k + k // 4)
     candidate = max(per["candidate"], (lowest[("candidate", k)] - door) / k) + \
-        max(0.0, idle["candidate"] - idle["reference"]) / calls
+        max(0.0, idle["candidate"] - idle["reference"]) / n_calls
     return Batches(calls=k, candidate_ms=candidate, reference_ms=per["reference"], copy_ms=0.0,
                    idle_cpu_ms=idle["candidate"], idle_wall_ms=0.0)
 
@@ -525,10 +525,14 @@ WAIT_SLACK = 1.5
 
 def _door_cpu(reference: Lane) -> float:
     """On the CPU clock, what a call costs a room besides its forward and writing its outputs to the
-    judge's buffers (being told the call, answering it): the reference room's CPU per call less its
-    own account of both (the task's code, not the candidate's, runs there)."""
-    return statistics.median([c - o - w for c, o, w in zip(reference.cpu_ms, reference.own_cpu_ms,
-                                                          reference.copy_cpu_ms)])
+    judge's buffers (being told the call, answering it): the median of _door_samples."""
+    return statistics.median(_door_samples(reference))
+
+
+def _door_samples(reference: Lane) -> list[float]:
+    """Per call, the reference room's CPU less its own account of its forward and of writing its
+    outputs (the task's code, not the candidate's, runs there)."""
+    return [c - o - w for c, o, w in zip(reference.cpu_ms, reference.own_cpu_ms, reference.copy_cpu_ms)]
 
 
 def _clock(lane: Lane, reference: Lane) -> list[float]:
@@ -576,7 +580,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
                      "eager_block_spread": _block_spread(_block_medians(eager)),
                      "candidate_block_spread": _block_spread(_block_medians(cand)),
                      "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": _door_cpu(a),
-                                 "noise_ms": _iqr([c - o - w for c, o, w in zip(a.cpu_ms, a.own_cpu_ms, a.copy_cpu_ms)]),
+                                 "noise_ms": _iqr(_door_samples(a)),
                                  "after_ms": 0.0, "reference_after_ms": 0.0}}
     if charged > 0:
         res["timing"]["method"] += (f"; {charged:.4f} ms charged to each candidate call for its CPU between calls "
