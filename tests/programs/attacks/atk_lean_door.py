@@ -1,8 +1,15 @@
 """Attack: a lean door (red-team, session 19). At import, find the room (_Room) in the stack
 frames and replace its Door's receive with one that serves repeated timed Calls itself: cached tensor views (the Call body is
-the same every timed call), no pydantic parse, a precomputed reply. DIRECT=True also writes relu
-straight into the judge's output buffer (no copy). It does the reference's own work; on the CPU clock
-its calls looked 1.8x faster when only the reference's door was subtracted (batches cancel the door)."""
+the same every timed call), no pydantic parse, a precomputed reply. It does the reference's own work; on the CPU clock
+its calls looked 1.8x faster when only the reference's door was subtracted (batches cancel the door).
+
+Filled with direct="yes" (tests/test_adversarial.py's attack_source) it writes relu straight into the
+judge's output buffer; with lean_batches="yes" too, its batches run as one loop doing the same (no
+forward call, no copy), so they cost less per call than the reference's and cannot raise what its
+lean single calls claim. That variant is NOT STOPPED (session 20): on the CPU clock (2-core host,
+2026-11-27, idle) it got 1.08-1.32x for the reference's own work, the lean door alone 0.92-1.10x.
+What the harness costs a room per call (its door, its loop, the copy into the judge's buffer) runs
+in the room's own process; batches cancel the door, not the rest."""
 import gc
 import json
 import struct
@@ -11,7 +18,8 @@ import sys
 import torch
 import torch.nn as nn
 
-DIRECT = False
+DIRECT = "@direct@" == "yes"
+LEAN_BATCHES = "@lean_batches@" == "yes"
 
 
 def _find_room():
@@ -34,7 +42,8 @@ def _install():
     Called = sys.modules["stitch_mcp.door"].Called
     OutputMeta = sys.modules["stitch_mcp.door"].OutputMeta
     cache = {}
-    replies = {}
+    done_body = sys.modules["stitch_mcp.door"].Done().model_dump_json().encode()
+    done = struct.pack("!I", len(done_body)) + done_body
 
     def receive(deadline_s=None):
         while True:
@@ -62,6 +71,13 @@ def _install():
                         out = room.model(*args)
                         t.copy_(out)
                 sock.sendall(frame)
+                continue
+            if LEAN_BATCHES and not fds and body.startswith(b'{"kind":"run"') and room.ready_batch[1] \
+                    and room.model is not None:
+                with torch.no_grad():
+                    for args, targets in room.ready_batch[0]:
+                        torch.clamp_min(args[0], 0.0, out=targets[0])
+                sock.sendall(done)
                 continue
             return door.adapter.validate_python(json.loads(body)), fds
 
