@@ -554,7 +554,9 @@ def test_a_room_that_punches_holes_in_its_shared_buffers_gains_nothing():
     while not asked is charged."""
     honest = judge((PROGRAMS / "cand_relu_torch.py").read_text(), timing=True)
     r = judge(attack_source("atk_punch_holes"), timing=True)
-    assert r.verdict == "pass", r.summary
+    # timed, whatever its verdict: where the judge is slow to read a batch's outputs (a loaded host), the
+    # attack can punch its own before they are checked, and fails on them (`timed_output_mismatch`)
+    assert r.timing is not None and r.timing.eager is not None, r.summary
     assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
     if honest.timing.batch is not None and r.timing.batch is not None:  # short calls' batches ran (a CPU)
         assert r.timing.batch.reference_ms < 1.4 * honest.timing.batch.reference_ms, (r.timing.batch, honest.timing.batch)
