@@ -135,11 +135,12 @@ class Call(BaseModel):
 class Batch(BaseModel):
     """Get `calls` ready (their buffers resolved) for the next `Run`; nothing runs yet.
     `forward=False`: the run skips forward and copies the last call's outputs again (the judge's
-    measure of what everything but forward costs)."""
+    measure of what everything but forward costs); `copies=False` too: the loop alone."""
 
     kind: Literal["batch"] = "batch"
     calls: list[Call]
     forward: bool = True
+    copies: bool = True
 
 
 class Run(BaseModel):

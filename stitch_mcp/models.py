@@ -161,7 +161,11 @@ class BatchTiming(BaseModel):
                                   "their lowest: the grain below which a forward is not told from noise (on a CPU)")
     busy_host: bool = Field(False, description="more runnable work than cores as the batches ran (the load "
                             "average): on a CPU a forward must then be a tenth of its batch call to count")
-    speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock")
+    speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock (on "
+                                  "the CPU clock: with no gain credited within harness_ms)")
+    harness_ms: float = Field(0.0, description="on the CPU clock, per call, what of the reference's harness (its "
+                              "loop, and the smaller of its forward and its copy into the judge's buffer) a "
+                              "candidate's room could skip doing the same work")
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
@@ -190,6 +194,10 @@ class TimingReport(BaseModel):
     floor_note: str = Field("", description="how floor_ms was computed, each ceiling labelled measured/datasheet")
     baselines_cached: bool = False
     batch: BatchTiming | None = None
+    harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the harness a "
+                                     "candidate's room could skip doing the reference's work: a gain over eager "
+                                     "within it is not credited (the candidate's time raised by up to it)")
+    harness_note: str = ""
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
     window: list[float] | None = Field(None, description="[start, end] epoch seconds the device was held")

@@ -61,7 +61,7 @@ class _Room:
         self.model: Any = None
         self.device = "cpu"
         self.last_outputs: list[Any] = []
-        self.ready_batch: tuple[list[Any], bool] = ([], True)
+        self.ready_batch: tuple[list[Any], bool, bool] = ([], True, True)
         self.imported: tuple[Any, Any] | None = None  # (the model class, the build cache) of an import-only Load
         # CUDA's context made before any order, on the GPU of CUDA_VISIBLE_DEVICES (None: not made)
         self.cuda_ahead = (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")) \
@@ -229,19 +229,19 @@ class _Room:
         view = self.shared.view
         calls = [([view(a.tensor) if a.tensor is not None else a.value for a in call.args],
                   [view(o) if o is not None else None for o in call.outputs]) for call in message.calls]
-        self.ready_batch = (calls, message.forward)
+        self.ready_batch = (calls, message.forward, message.copies)
         return Done()
 
     def run(self, _message: Run, _fds) -> Done:
         """The batch made ready, back to back; each output copied on the current stream."""
         torch = self.torch
-        calls, forward = self.ready_batch
+        calls, forward, copy = self.ready_batch
         with torch.no_grad():
             for args, targets in calls:
                 if forward:
                     self.last_outputs = _flatten(torch, _guarded("call", lambda: self.model(*args)))
                 for out, target in zip(self.last_outputs, targets):
-                    if target is not None and isinstance(out, torch.Tensor):
+                    if copy and target is not None and isinstance(out, torch.Tensor):
                         target.copy_(out)
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()

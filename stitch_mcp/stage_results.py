@@ -124,6 +124,8 @@ class RunTiming(_Strict):
     candidate_block_spread: float
     bracket: TimingBracket
     batch: BatchTimes | None = None
+    harness_ms: float | None = None  # on the CPU clock: judge.timing.harness_credit
+    harness_note: str = ""
     floor_bytes: int | None = None
     floor_ms: float | None = None
     floor_bound: Literal["memory", "compute"] | None = None

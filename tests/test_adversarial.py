@@ -519,16 +519,46 @@ def test_on_the_cpu_clock_batches_carry_their_speedup_over():
         _short_lanes(0.0185, 0.40, 0.0089, 0.40)), "only on the CPU clock (a GPU's lanes have no CPU readings)"
 
 
-def test_a_room_that_answers_its_door_more_cheaply_gains_nothing():
+@pytest.mark.parametrize("fill, most", [({}, 1.3), ({"direct": "yes", "lean_batches": "yes"}, 1.1)])
+def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(fill, most):
     """A room that replaces its door loop at import (cached views, no parsing, a prebuilt reply) and
     does the reference's own work: on the CPU clock, with only the reference's door subtracted, its
     calls came out 1.8x faster (red-team, 2026-11-26); the batches, where the door's cost cancels,
-    put it back at eager's speed. Elsewhere (a GPU, or no cpusets) it is timed as before."""
-    r = judge(attack_source("atk_lean_door"), timing=True)
+    put it back at eager's speed. Filled with `direct` and `lean_batches` it also writes straight
+    into the judge's output buffers, no forward call, no copy, in single calls and batches alike:
+    its batches then cost less than the reference's and came out 1.2-1.8x (session 20), until no gain
+    within what the harness costs per call was credited (judge.timing.harness_credit). Elsewhere
+    (a GPU, or no cpusets) it is timed as before."""
+    r = judge(attack_source("atk_lean_door", **fill), timing=True)
     assert r.verdict == "pass", r.summary
-    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < most, (r.speedup_vs_eager, r.timing)
     if "CPU time" in r.timing.method:
-        assert r.timing.batch is not None and r.timing.batch.speedup < 1.3, r.timing.batch
+        assert r.timing.batch is not None and r.timing.batch.speedup < most, r.timing.batch
+
+
+def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited():
+    """What a room can skip of its harness doing the reference's own work (its loop, and the smaller
+    of the reference's forward and its copy into the judge's buffer) is not credited as a gain: not
+    in batches, nor in single calls where the batches did not run. A gain beyond it keeps the rest;
+    a slower candidate is as it was."""
+    from stitch_mcp.judge.timing import Batches, _cpu_batch_bound, credit_harness, harness_credit
+
+    assert harness_credit(0.002, 0.038, 0.012) == pytest.approx(0.014)  # relu: its forward is the smaller
+    assert harness_credit(0.2, 0.04, 0.01) == pytest.approx(0.05)  # a chain of ops: the copy is
+    for cand, speedup in ((0.040, 1.0), (0.100, 0.25 / 0.15), (0.300, 0.25 / 0.30)):
+        ref = 0.052 if cand == 0.040 else 0.25  # lean relu into the judge's buffer; a fused chain; slower
+        copy = 0.050 if cand == 0.040 else 0.05
+        stats = {"median_ms": 0.01, "iqr_ms": 0.0, "min_ms": 0.01}
+        info = _cpu_batch_bound(stats, 0.1, Batches(calls=64, candidate_ms=cand, reference_ms=ref, copy_ms=copy,
+                                                    loop_ms=0.01))
+        assert info["speedup"] == pytest.approx(speedup), info
+        assert stats["median_ms"] == pytest.approx(0.1 / speedup), "raised to eager's time over the credited speedup"
+    for cand, harness, credited in ((0.08, 0.03, 0.1), (0.05, 0.03, 0.08), (0.12, 0.03, 0.12)):
+        res = {"timing": {"candidate": {"median_ms": cand, "iqr_ms": 0.0, "min_ms": cand},
+                          "eager": {"median_ms": 0.1}, "harness_ms": harness}}
+        credit_harness(res)
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(credited), res["timing"]
+        assert bool(res["timing"].get("harness_note")) == (credited != cand)
 
 
 def test_on_a_cpu_a_room_never_sees_what_the_other_room_wrote():

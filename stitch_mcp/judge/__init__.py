@@ -56,6 +56,7 @@ from stitch_mcp.judge.timing import (
     batch_bracket,
     check_timed_outputs,
     cpu_batches,
+    credit_harness,
     door_allowance,
     eager_agrees,
     judge_times,
@@ -196,6 +197,8 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         if needs_compile_timed(spec, res):
             closing.join()  # torch.compile is timed with no room alive
         baselines(spec, res, p, stage, alone)
+        if timed.cpu_clock:
+            credit_harness(res)
         lap("timing_baselines")
     except BaseException:
         closing.join()

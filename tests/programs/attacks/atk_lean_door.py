@@ -6,10 +6,11 @@ its calls looked 1.8x faster when only the reference's door was subtracted (batc
 Filled with direct="yes" (tests/test_adversarial.py's attack_source) it writes relu straight into the
 judge's output buffer; with lean_batches="yes" too, its batches run as one loop doing the same (no
 forward call, no copy), so they cost less per call than the reference's and cannot raise what its
-lean single calls claim. That variant is NOT STOPPED (session 20): on the CPU clock (2-core host,
-2026-11-27, idle) it got 1.08-1.32x for the reference's own work, the lean door alone 0.92-1.10x.
-What the harness costs a room per call (its door, its loop, the copy into the judge's buffer) runs
-in the room's own process; batches cancel the door, not the rest."""
+lean single calls claim. On the CPU clock (2-core host, 2026-11-27, idle) that variant got
+1.08-1.42x for the reference's own work, the lean door alone 0.92-1.10x: what the harness costs a
+room per call (its door, its loop, the copy into the judge's buffer) runs in the room's own
+process, and batches cancel the door, not the rest. Since no gain within the rest is credited
+(judge.timing.harness_credit) it gets 1.0x."""
 import gc
 import json
 import struct
