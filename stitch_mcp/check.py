@@ -479,7 +479,7 @@ def _fill_timing(report: CheckReport, t: RunTiming, device: str) -> None:
                       floor_bound=t.floor_bound, floor_note=t.floor_note, eager_block_spread=t.eager_block_spread,
                       candidate_block_spread=t.candidate_block_spread, floor_bytes=t.floor_bytes,
                       baselines_cached=t.baselines_cached, batch=_as(BatchTiming, t.batch) if t.batch else None,
-                      harness_ms=t.harness_ms, harness_note=t.harness_note)
+                      harness_ms=t.harness_ms, harness_withheld=t.harness_withheld, harness_note=t.harness_note)
     if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
         tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
     report.timing = tr
@@ -676,7 +676,7 @@ def _summary(report: CheckReport) -> str:
             if t.floor_fraction is not None:
                 parts.append(f"{t.floor_fraction:.0%} of its {t.floor_bound or 'memory'}-bound roofline floor")
             lines.append("Timing: " + "; ".join(parts) + ".")
-            if t.harness_note or (t.batch and "is not credited" in t.batch.note):
+            if t.harness_withheld:
                 lines.append(f"On this CPU clock a gain over eager within what the harness costs a call "
                              f"({t.harness_ms or 0:.3g} ms, which a room can skip) is not credited: the speedup "
                              "is a lower bound; a GPU times the kernel itself.")

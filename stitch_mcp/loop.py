@@ -317,6 +317,10 @@ def _accept_gates(task_id: str, candidate_id: str, check: CheckReport, rubric: R
     compiled_asked = s_compile is not None or check.timing.compiled is not None
     if s_eager is None:
         gates.append("no timing against eager: run compile_and_check with timing")
+    elif s_eager <= 1.0 and check.timing.harness_withheld:
+        gates.append(f"no gain over eager shown on this CPU clock ({s_eager:.2f}x): any gain is within what the "
+                     f"harness costs a call ({check.timing.harness_ms or 0:.3g} ms), which a room can skip; a GPU "
+                     "times the kernel itself")
     elif s_eager <= 1.0:
         gates.append(f"not faster than eager ({s_eager:.2f}x)")
     if compiled_asked and (s_compile is None or s_compile <= 1.0):

@@ -163,7 +163,7 @@ class BatchTiming(BaseModel):
                             "average): on a CPU a forward must then be a tenth of its batch call to count")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock (on "
                                   "the CPU clock: with no gain credited within harness_ms)")
-    harness_ms: float = Field(0.0, description="on the CPU clock, per call, what of the reference's harness (its "
+    harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the reference's harness (its "
                               "loop, and the smaller of its forward and its copy into the judge's buffer) a "
                               "candidate's room could skip doing the same work")
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
@@ -197,6 +197,8 @@ class TimingReport(BaseModel):
     harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the harness a "
                                      "candidate's room could skip doing the reference's work: a gain over eager "
                                      "within it is not credited (the candidate's time raised by up to it)")
+    harness_withheld: bool = Field(False, description="that lowered the speedup: it is a lower bound (a GPU times "
+                                   "the kernel itself)")
     harness_note: str = ""
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0

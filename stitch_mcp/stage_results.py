@@ -124,7 +124,8 @@ class RunTiming(_Strict):
     candidate_block_spread: float
     bracket: TimingBracket
     batch: BatchTimes | None = None
-    harness_ms: float | None = None  # on the CPU clock: judge.timing.harness_credit
+    harness_ms: float | None = None  # on the CPU clock: judge.timing.skippable_harness_ms
+    harness_withheld: bool = False  # it lowered the speedup (judge.timing.withhold_harness_gain, _cpu_batch_bound)
     harness_note: str = ""
     floor_bytes: int | None = None
     floor_ms: float | None = None

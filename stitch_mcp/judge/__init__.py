@@ -56,7 +56,6 @@ from stitch_mcp.judge.timing import (
     batch_bracket,
     check_timed_outputs,
     cpu_batches,
-    credit_harness,
     door_allowance,
     eager_agrees,
     judge_times,
@@ -65,6 +64,7 @@ from stitch_mcp.judge.timing import (
     physical_floor,
     time_alone,
     time_rooms,
+    withhold_harness_gain,
 )
 from stitch_mcp.judge.trials import run_trials, trial_findings
 from stitch_mcp.judge_room import RoomClient, RoomGone, drop_spares
@@ -198,7 +198,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             closing.join()  # torch.compile is timed with no room alive
         baselines(spec, res, p, stage, alone)
         if timed.cpu_clock:
-            credit_harness(res)
+            withhold_harness_gain(res)
         lap("timing_baselines")
     except BaseException:
         closing.join()

@@ -7,7 +7,7 @@ timed outputs are checked. Then the eager and torch.compile baselines, and the p
 On a CPU whose rooms are held to one core (stitch_mcp.cpusets), the clock is the CPU each room's
 processes used, read from their cgroup by the judge (judge_cpu_clock), with batches on that clock
 where the door costs much beside a call (cpu_batches), and no gain credited within what the
-harness costs a call, which a room can skip (harness_credit).
+harness costs a call, which a room can skip (skippable_harness_ms).
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     cannot be padded: the candidate's per call is at least its larger batch less the reference's
     door, over k. CPU its processes use between its batches beyond the reference's is charged to
     them. The reference's room also runs them without forward, and with neither forward nor copies
-    (CPU_LANES): what its harness costs per call (harness_credit). None where a batch would not fit."""
+    (CPU_LANES): what its harness costs per call (skippable_harness_ms). None where a batch would not fit."""
     per_call = max(statistics.median(_clock(t.reference, t.reference)), statistics.median(_clock(t.candidate, t.reference)))
     buffers = _batch_buffers(p, rooms, t, per_call)
     if buffers is None:
@@ -290,7 +290,8 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
             for lane, which, forward, copy in CPU_LANES:
-                calls, seeds = _batch_calls(p, *slots[which], n)
+                if forward:  # the reference's lanes without forward repeat its calls (their inputs unread)
+                    calls, seeds = _batch_calls(p, *slots[which], n)
                 c0 = rooms[which].cpu_ms()
                 rooms[which].ask(Batch(calls=calls, forward=forward, copies=copy))
                 rooms[which].ask(Run())
@@ -310,27 +311,29 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
 
 
 # cpu_batches' lanes: (lane, room, forward, copy). The reference's batches also run without forward
-# (the loop and the copies into the judge's buffers) and with neither (the loop alone): what the
-# harness costs it per call, which a candidate's room can skip (harness_credit).
+# (the loop and the copies into the judge's buffers) and with neither (the loop alone, a module call
+# and what wraps forward included): what the harness costs it per call, which a candidate's room can
+# skip (skippable_harness_ms).
 CPU_LANES = (("reference", "reference", True, True), ("copy", "reference", False, True),
              ("loop", "reference", False, False), ("candidate", "candidate", True, True))
 
 
-def harness_credit(forward_ms: float, copy_ms: float, loop_ms: float = 0.0) -> float:
+def skippable_harness_ms(forward_ms: float, copy_ms: float, loop_ms: float = 0.0) -> float:
     """On the CPU clock, how much of a call's time a candidate's room can skip without doing less
     of the task's work: the harness's loop around forward, and whichever is smaller of the
     reference's forward and its copy into the judge's buffer. A room that writes its outputs
     straight into that buffer (the same work, no copy) still writes them there, which costs about
     the copy, so it saves about a forward's worth, and never more than the copy. A red-team room that
-    did so with a loop of its own came out 1.1-1.8x faster than eager in batches with eager's own
+    did so with a loop of its own came out 1.2-1.8x faster than eager in batches with eager's own
     work (2-core host, 2026-11-27). A gain over the reference within this is not credited
     (_credited). Where the batches did not run (calls long beside the door), the loop is the door's,
-    which the reference's own cancels, and this is the smaller of forward and copy."""
-    return max(0.0, loop_ms + min(forward_ms, copy_ms))
+    which the reference's own cancels, and this is the smaller of forward and copy. `copy_ms` is the
+    copy alone (the copy lane less the loop lane)."""
+    return max(0.0, loop_ms) + max(0.0, min(forward_ms, copy_ms))  # lanes' noise can put either below 0
 
 
 def _credited(candidate_ms: float, reference_ms: float, skippable: float) -> float:
-    """A candidate's time per call raised by up to `skippable` (harness_credit), never above the
+    """A candidate's time per call raised by up to `skippable` (skippable_harness_ms), never above the
     reference's: a gain within what a room can skip of its harness is not credited."""
     return max(candidate_ms, min(reference_ms, candidate_ms + skippable))
 
@@ -604,7 +607,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     stats["host_median_ms"] = statistics.median(b.wall_ms)
     batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches)
     skippable = batch.get("harness_ms") if batch else \
-        harness_credit(statistics.median(a.own_cpu_ms), statistics.median(a.copy_cpu_ms))
+        skippable_harness_ms(statistics.median(a.own_cpu_ms), statistics.median(a.copy_cpu_ms))
     res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
                                "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
                      "candidate": stats, "eager": _stats(eager),
@@ -613,7 +616,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
                      "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": _door_cpu(a),
                                  "noise_ms": _iqr(_door_samples(a)),
                                  "after_ms": 0.0, "reference_after_ms": 0.0},
-                     "harness_ms": skippable}
+                     "harness_ms": skippable, "harness_withheld": bool(batch.pop("harness_withheld", False))}
     if charged > 0:
         res["timing"]["method"] += (f"; {charged:.4f} ms charged to each candidate call for its CPU between calls "
                                     "and its waiting, beyond the reference's")
@@ -648,29 +651,28 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     if batches is None:
         return {}
     b = batches
-    skippable = harness_credit(b.reference_ms - b.copy_ms, b.copy_ms - b.loop_ms, b.loop_ms)
+    skippable = skippable_harness_ms(b.reference_ms - b.copy_ms, b.copy_ms - b.loop_ms, b.loop_ms)
     credited = _credited(b.candidate_ms, b.reference_ms, skippable)
     speedup = b.reference_ms / max(credited, 1e-9)
     info: dict[str, Any] = {"calls": b.calls, "candidate_ms": b.candidate_ms, "reference_ms": b.reference_ms,
                             "copy_ms": b.copy_ms, "harness_ms": skippable, "speedup": speedup,
                             "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0}
     if credited > b.candidate_ms:
-        info["note"] = (f"speedup in batches credited at {b.reference_ms:.4f} / {credited:.4f} ms: a gain over the "
-                        f"reference within what its harness costs per call ({skippable:.4f} ms, see harness_credit) "
-                        "is not credited")
+        info["note"] = (f"speedup in batches taken at {b.reference_ms:.4f} / {credited:.4f} ms: a gain over the "
+                        f"reference within what its harness costs per call ({skippable:.4f} ms) is not credited")
     implied = eager_ms / speedup
     if implied > (1 + CPU_BATCH_AGREES) * stats["median_ms"]:
-        info.update(room_ms=stats["median_ms"], note="; ".join(filter(None, [
-            info.get("note"), "the candidate is timed at eager's time over its speedup in batches on the rooms' "
-            "CPU, which is lower than its single calls say"])))
+        info.update(room_ms=stats["median_ms"], harness_withheld=credited > b.candidate_ms, note="; ".join(filter(
+            None, [info.get("note"), "the candidate is timed at eager's time over its speedup in batches on the "
+                   "rooms' CPU, which is lower than its single calls say"])))
         _rescale(stats, implied, stats["median_ms"])
     return info
 
 
-def credit_harness(res: dict[str, Any]) -> None:
+def withhold_harness_gain(res: dict[str, Any]) -> None:
     """On the CPU clock, once eager's time is final (baselines): where the batches did not run, the
-    candidate's gain over eager within harness_ms is not credited (the batches' speedup already
-    leaves it out)."""
+    candidate's gain over eager within harness_ms (skippable_harness_ms) is not credited (the
+    batches' speedup already leaves it out)."""
     timing = res["timing"]
     if timing.get("batch") or not timing.get("harness_ms"):
         return
@@ -681,6 +683,7 @@ def credit_harness(res: dict[str, Any]) -> None:
                                   f"ms: a gain over eager within what the harness costs a room per call "
                                   f"({timing['harness_ms']:.4g} ms, which a room can skip doing the same work) is "
                                   "not credited")
+        timing["harness_withheld"] = True
         _rescale(cand, credited, cand["median_ms"])
 
 

@@ -10,7 +10,7 @@ lean single calls claim. On the CPU clock (2-core host, 2026-11-27, idle) that v
 1.08-1.42x for the reference's own work, the lean door alone 0.92-1.10x: what the harness costs a
 room per call (its door, its loop, the copy into the judge's buffer) runs in the room's own
 process, and batches cancel the door, not the rest. Since no gain within the rest is credited
-(judge.timing.harness_credit) it gets 1.0x."""
+(judge.timing.skippable_harness_ms) it gets 1.0x."""
 import gc
 import json
 import struct
