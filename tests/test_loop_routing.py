@@ -134,6 +134,20 @@ def test_not_faster_is_refine(ws, eager, compiled, gate):
         best_json(task.task_id)
 
 
+def test_no_gain_shown_on_the_cpu_clock_says_so(ws):
+    """A speedup the CPU clock pinned at eager's (a gain within what the harness costs a call,
+    judge.timing.skippable_harness_ms) is not called slower: the gate says no gain was shown there."""
+    from stitch_mcp.models import TimingReport
+
+    task = ws.add_task(RELU_REF)
+    c = submit(ws, task, IMPROVED, check(eager=1.0, compiled=None, timing=TimingReport(
+        harness_ms=0.04, harness_withheld=True)))
+    profile(ws, task, c)
+    r = route_after(task.task_id, c.candidate_id)
+    assert r.decision == "refine" and any("no gain over eager shown on this CPU clock" in x for x in r.reasons), r
+    assert not any("not faster than eager" in x for x in r.reasons)
+
+
 def test_compile_not_timed_does_not_block_accept(ws):
     task = ws.add_task(RELU_REF)
     c = submit(ws, task, IMPROVED, check(eager=1.2, compiled=None))
