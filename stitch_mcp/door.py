@@ -135,12 +135,13 @@ class Call(BaseModel):
 class Batch(BaseModel):
     """Get `calls` ready (their buffers resolved) for the next `Run`; nothing runs yet.
     `forward=False`: the run skips forward and copies the last call's outputs again (the judge's
-    measure of what everything but forward costs); `copies=False` too: the loop alone."""
+    measure of what everything but forward costs); with `passes` too, each call also passes the last
+    outputs through a module call and what wraps forward (the CPU clock's measure of its harness)."""
 
     kind: Literal["batch"] = "batch"
     calls: list[Call]
     forward: bool = True
-    copies: bool = True
+    passes: bool = False
 
 
 class Run(BaseModel):

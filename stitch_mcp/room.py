@@ -61,7 +61,7 @@ class _Room:
         self.model: Any = None
         self.device = "cpu"
         self.last_outputs: list[Any] = []
-        self.ready_batch: tuple[list[Any], bool, bool] = ([], True, True)
+        self.ready_batch: tuple[list[Any], bool, bool] = ([], True, False)
         self.imported: tuple[Any, Any] | None = None  # (the model class, the build cache) of an import-only Load
         # CUDA's context made before any order, on the GPU of CUDA_VISIBLE_DEVICES (None: not made)
         self.cuda_ahead = (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")) \
@@ -229,24 +229,24 @@ class _Room:
         view = self.shared.view
         calls = [([view(a.tensor) if a.tensor is not None else a.value for a in call.args],
                   [view(o) if o is not None else None for o in call.outputs]) for call in message.calls]
-        self.ready_batch = (calls, message.forward, message.copies)
+        self.ready_batch = (calls, message.forward, message.passes)
         return Done()
 
     def run(self, _message: Run, _fds) -> Done:
         """The batch made ready, back to back; each output copied on the current stream. Without
-        forward or copies (the judge's measure of the harness alone), each call still goes through
-        a module call and what wraps forward, on the last outputs."""
+        forward, the last outputs copied again; `passes`: first passed through a module call and
+        what wraps forward (Batch)."""
         torch = self.torch
-        calls, forward, copy = self.ready_batch
+        calls, forward, passes = self.ready_batch
         passed = torch.nn.Identity()
         with torch.no_grad():
             for args, targets in calls:
                 if forward:
                     self.last_outputs = _flatten(torch, _guarded("call", lambda: self.model(*args)))
-                elif not copy:
+                elif passes:
                     self.last_outputs = _flatten(torch, _guarded("call", lambda: passed(self.last_outputs)))
                 for out, target in zip(self.last_outputs, targets):
-                    if copy and target is not None and isinstance(out, torch.Tensor):
+                    if target is not None and isinstance(out, torch.Tensor):
                         target.copy_(out)
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()

@@ -519,8 +519,11 @@ def test_on_the_cpu_clock_batches_carry_their_speedup_over():
         _short_lanes(0.0185, 0.40, 0.0089, 0.40)), "only on the CPU clock (a GPU's lanes have no CPU readings)"
 
 
-@pytest.mark.parametrize("fill, most", [({}, 1.3), ({"direct": "yes", "lean_batches": "yes"}, 1.1)])
-def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(fill, most):
+@pytest.mark.parametrize("name, fill, most", [
+    ("atk_lean_door", {}, 1.3), ("atk_lean_door", {"direct": "yes", "lean_batches": "yes"}, 1.1),
+    ("atk_pad_small_batches", {"pad_ms": "0.5", "ck": "yes", "lean_calls": "yes"}, 1.1),
+    ("atk_pad_small_batches", {"pad_ms": "0.1", "ck": "yes", "lean_calls": "yes"}, 1.1)])
+def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(name, fill, most):
     """A room that replaces its door loop at import (cached views, no parsing, a prebuilt reply) and
     does the reference's own work: on the CPU clock, with only the reference's door subtracted, its
     calls came out 1.8x faster (red-team, 2026-11-26); the batches, where the door's cost cancels,
@@ -528,34 +531,38 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(fill, most):
     into the judge's output buffers, no forward call, no copy, in single calls and batches alike:
     its batches then cost less than the reference's and came out 1.2-1.8x (session 20), until no gain
     within what the harness costs per call was credited (judge.timing.skippable_harness_ms). Elsewhere
-    (a GPU, or no cpusets) it is timed as before."""
-    r = judge(attack_source("atk_lean_door", **fill), timing=True)
+    (a GPU, or no cpusets) it is timed as before. atk_pad_small_batches adds streaming stores and
+    padding of its smaller batches (1.24-1.80x until the whole harness and a batch's fixed cost were
+    withheld)."""
+    r = judge(attack_source(name, **fill), timing=True)
     assert r.verdict == "pass", r.summary
     assert r.speedup_vs_eager is not None and r.speedup_vs_eager < most, (r.speedup_vs_eager, r.timing)
     if "CPU time" in r.timing.method:
         assert r.timing.batch is not None and r.timing.batch.speedup < most, r.timing.batch
 
 
-@pytest.mark.parametrize("cand, ref, copy, loop, speedup", [
-    (0.040, 0.052, 0.050, 0.010, 1.0),  # a lean relu into the judge's buffer: its forward is the smaller part
-    (0.100, 0.250, 0.050, 0.010, 0.25 / 0.15),  # a fused chain of ops: the copy is; the rest of its gain stands
-    (0.300, 0.250, 0.050, 0.010, 0.25 / 0.30),  # slower than the reference: as it was
-    (0.040, 0.052, 0.060, 0.010, 0.052 / 0.050),  # noisy lanes: copies above the reference's calls (no forward)
-    (0.040, 0.052, 0.050, 0.055, 1.0),  # and the loop above the copies: the loop alone
+@pytest.mark.parametrize("cand, ref, harness, fixed, speedup", [
+    (0.040, 0.052, 0.045, 0.0, 1.0),  # a lean relu into the judge's buffer: within the harness
+    (0.020, 0.052, 0.045, 0.32, 1.0),  # streaming stores and padded smaller batches: the batch's fixed cost too
+    (0.100, 0.250, 0.045, 0.32, 0.25 / 0.155),  # a fused chain of ops: the rest of its gain stands
+    (0.300, 0.250, 0.045, 0.32, 0.25 / 0.30),  # slower than the reference: as it was
+    (-0.010, 0.052, 0.045, 0.0, 1.0),  # a padded smaller batch put its calls below nothing: no speedup
 ])
-def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand, ref, copy, loop, speedup):
-    """What a room can skip of its harness doing the reference's own work (its loop, and the smaller
-    of the reference's forward and its copy into the judge's buffer) is not credited as a gain in
-    batches; a gain beyond it keeps the rest, a slower candidate is as it was, and noisy lanes
-    never withhold less than the loop."""
+def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand, ref, harness, fixed, speedup):
+    """What a room can skip of its harness doing the reference's own work (a module call, what
+    wraps forward, the loop, the copy into the judge's buffer, and its share of a batch's fixed
+    cost) is not credited as a gain in batches; a gain beyond it keeps the rest, and a slower
+    candidate is as it was. Where something was withheld, its single calls get no slack."""
     from stitch_mcp.judge.timing import Batches, _cpu_batch_bound
 
-    stats = {"median_ms": 0.01, "iqr_ms": 0.0, "min_ms": 0.01}
-    info = _cpu_batch_bound(stats, 0.1, Batches(calls=64, candidate_ms=cand, reference_ms=ref, copy_ms=copy,
-                                                loop_ms=loop))
+    stats = {"median_ms": 0.095, "iqr_ms": 0.0, "min_ms": 0.095}  # within CPU_BATCH_AGREES of eager's 0.1
+    info = _cpu_batch_bound(stats, 0.1, Batches(calls=32, candidate_ms=cand, reference_ms=ref, copy_ms=harness,
+                                                fixed_ms=fixed))
     assert info["speedup"] == pytest.approx(speedup), info
-    assert stats["median_ms"] == pytest.approx(0.1 / speedup), "raised to eager's time over the credited speedup"
-    assert info.get("harness_withheld", False) == (speedup < ref / cand), info
+    withheld = cand <= 0 or speedup < ref / cand
+    assert info.get("harness_withheld", False) == (withheld and 0.1 / speedup > 0.095), info
+    if withheld:
+        assert stats["median_ms"] >= 0.1 / speedup - 1e-12, "no slack for its single calls"
 
 
 @pytest.mark.parametrize("cand, harness, credited", [(0.08, 0.03, 0.1), (0.05, 0.03, 0.08), (0.12, 0.03, 0.12)])
@@ -570,11 +577,11 @@ def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_single_calls
     assert res["timing"].get("harness_withheld", False) == (credited != cand)
 
 
-@pytest.mark.parametrize("forward, copies, written", [(True, True, "relu"), (False, True, "last"), (False, False, None)])
-def test_a_rooms_batches_run_forward_copies_or_neither(forward, copies, written):
-    """The judge's lanes of the reference's harness: a batch with forward and copies writes each
-    call's outputs; without forward it copies the last call's outputs again; with neither it passes
-    the last outputs through a module call and writes nothing."""
+@pytest.mark.parametrize("forward, passes, written", [(True, False, "relu"), (False, False, "last"), (False, True, "last")])
+def test_a_rooms_batches_run_forward_or_its_harness(forward, passes, written):
+    """A batch with forward writes each call's outputs; without forward (the judge's lanes of the
+    reference's harness) it copies the last call's outputs again, passed first through a module
+    call and what wraps forward where asked."""
     import torch
 
     from stitch_mcp.door import Run
@@ -584,9 +591,9 @@ def test_a_rooms_batches_run_forward_copies_or_neither(forward, copies, written)
     room.model, last = torch.nn.ReLU(), torch.full((4,), 7.0)
     room.last_outputs = [last]
     x, target = torch.tensor([-1.0, 2.0, -3.0, 4.0]), torch.zeros(4)
-    room.ready_batch = ([([x], [target])], forward, copies)
+    room.ready_batch = ([([x], [target])], forward, passes)
     room.run(Run(), [])
-    expected = {"relu": torch.relu(x), "last": last, None: torch.zeros(4)}[written]
+    expected = {"relu": torch.relu(x), "last": last}[written]
     assert torch.equal(target, expected), target
     assert room.last_outputs[0] is not last if forward else room.last_outputs[0] is last
 

@@ -190,6 +190,9 @@ CPU_DOOR_SPREAD = 1.0
 # cap its speedup quietly (a forger gains nothing), and call its times false only beyond
 # CPU_BATCH_SLACK (see judge_times).
 BATCH_MS = 2.0  # the work of one batch: long beside the door's jitter
+# On the CPU clock, longer: what a batch costs besides its calls (0.2-0.5 ms on a 2-core host) is
+# withheld over its calls (skippable_harness_ms), from honest candidates too.
+CPU_BATCH_MS = 8.0
 BATCH_CALLS = (16, 256)
 BATCH_ROUNDS = 5
 BATCH_SLACK = 1.5
@@ -214,7 +217,7 @@ class Batches:
     reference_ms: float
     copy_ms: float
     copy_spread_ms: float = 0.0  # per call, the copies' second-lowest rounds above their lowest: the batches' grain
-    loop_ms: float = 0.0  # on the CPU clock (cpu_batches), per call, the reference's batch loop alone
+    fixed_ms: float = 0.0  # on the CPU clock (cpu_batches), what the reference's batch costs besides its calls
     busy_host: bool = False  # more runnable work than cores as they ran (_host_busy)
     idle_cpu_ms: float = 0.0  # CPU the candidate's room used while not asked anything (IDLE_CPU_SHARE)
     idle_wall_ms: float = 0.0
@@ -278,10 +281,10 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     candidate's batches are always checked), the lowest of BATCH_ROUNDS rounds. Its smaller batches
     cannot be padded: the candidate's per call is at least its larger batch less the reference's
     door, over k. CPU its processes use between its batches beyond the reference's is charged to
-    them. The reference's room also runs them without forward, and with neither forward nor copies
-    (CPU_LANES): what its harness costs per call (skippable_harness_ms). None where a batch would not fit."""
+    them. The reference's room also runs them without forward (CPU_LANES): what its harness costs per
+    call (skippable_harness_ms). None where a batch would not fit."""
     per_call = max(statistics.median(_clock(t.reference, t.reference)), statistics.median(_clock(t.candidate, t.reference)))
-    buffers = _batch_buffers(p, rooms, t, per_call)
+    buffers = _batch_buffers(p, rooms, t, per_call, CPU_BATCH_MS)
     if buffers is None:
         return None
     slots, k = buffers
@@ -289,11 +292,11 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     lowest: dict[tuple[str, int], float] = {}
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
-            for lane, which, forward, copy in CPU_LANES:
-                if forward:  # the reference's lanes without forward repeat its calls (their inputs unread)
+            for lane, which, forward in CPU_LANES:
+                if forward:  # the harness lane repeats the reference's calls (their inputs unread)
                     calls, seeds = _batch_calls(p, *slots[which], n)
                 c0 = rooms[which].cpu_ms()
-                rooms[which].ask(Batch(calls=calls, forward=forward, copies=copy))
+                rooms[which].ask(Batch(calls=calls, forward=forward, passes=not forward))
                 rooms[which].ask(Run())
                 spent = rooms[which].cpu_ms() - c0
                 used[which][0] += spent
@@ -306,30 +309,29 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     n_calls = BATCH_ROUNDS * (k + k // 4)
     candidate = max(per["candidate"], (lowest[("candidate", k)] - door) / k) + \
         max(0.0, idle["candidate"] - idle["reference"]) / n_calls
-    return Batches(calls=k, candidate_ms=candidate, reference_ms=per["reference"], copy_ms=max(0.0, per["copy"]),
-                   loop_ms=max(0.0, per["loop"]), idle_cpu_ms=idle["candidate"], idle_wall_ms=0.0)
+    return Batches(calls=k, candidate_ms=candidate, reference_ms=per["reference"], copy_ms=max(0.0, per["harness"]),
+                   fixed_ms=max(0.0, door), idle_cpu_ms=idle["candidate"], idle_wall_ms=0.0)
 
 
-# cpu_batches' lanes: (lane, room, forward, copy). The reference's batches also run without forward
-# (the loop and the copies into the judge's buffers) and with neither (the loop alone, a module call
-# and what wraps forward included): what the harness costs it per call, which a candidate's room can
-# skip (skippable_harness_ms).
-CPU_LANES = (("reference", "reference", True, True), ("copy", "reference", False, True),
-             ("loop", "reference", False, False), ("candidate", "candidate", True, True))
+# cpu_batches' lanes: (lane, room, forward). The reference's batches also run without forward: the
+# harness alone (a module call, what wraps forward, the loop, the copies into the judge's buffers),
+# which a candidate's room can skip (skippable_harness_ms).
+CPU_LANES = (("reference", "reference", True), ("harness", "reference", False), ("candidate", "candidate", True))
 
 
-def skippable_harness_ms(forward_ms: float, copy_ms: float, loop_ms: float = 0.0) -> float:
+def skippable_harness_ms(harness_ms: float, fixed_ms: float = 0.0, calls: int = 1) -> float:
     """On the CPU clock, how much of a call's time a candidate's room can skip without doing less
-    of the task's work: the harness's loop around forward, and whichever is smaller of the
-    reference's forward and its copy into the judge's buffer. A room that writes its outputs
-    straight into that buffer (the same work, no copy) still writes them there, which costs about
-    the copy, so it saves about a forward's worth, and never more than the copy. A red-team room that
-    did so with a loop of its own came out 1.2-1.8x faster than eager in batches with eager's own
-    work (2-core host, 2026-11-27). A gain over the reference within this is not credited
-    (_credited). Where the batches did not run (calls long beside the door), the loop is the door's,
-    which the reference's own cancels, and this is the smaller of forward and copy. `copy_ms` is the
-    copy alone (the copy lane less the loop lane)."""
-    return max(0.0, loop_ms) + max(0.0, min(forward_ms, copy_ms))  # lanes' noise can put either below 0
+    of the task's work: the harness around each call (`harness_ms`: a module call, what wraps
+    forward, the loop, the copy into the judge's buffer) and its share of what a batch costs
+    besides its calls (`fixed_ms` over `calls`; the candidate's per call in batches is bounded
+    by its larger batch less the reference's such cost, which a lean room does not pay). A room
+    that writes its outputs straight into the judge's buffer still writes them, but with streaming
+    stores that costs less than the copy (read back, written) it skips: red-team rooms doing
+    eager's relu got 1.2-1.8x in batches (a lean loop of their own), and 1.2-1.8x again with
+    streaming stores and padded smaller batches where only the smaller of forward and copy was
+    withheld (2-core host, 2026-11-27). A gain over the reference within this is not credited
+    (_credited). Where the batches did not run (calls long beside the door), it is the copy."""
+    return max(0.0, harness_ms) + max(0.0, fixed_ms) / max(calls, 1)
 
 
 def _credited(candidate_ms: float, reference_ms: float, skippable: float) -> float:
@@ -400,13 +402,13 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
                    copy_spread_ms=spread, idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
 
 
-def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed,
-                   call_ms: float) -> tuple[dict[str, tuple[list, list]], int] | None:
+def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms: float,
+                   batch_ms: float = BATCH_MS) -> tuple[dict[str, tuple[list, list]], int] | None:
     """Each room's shared slots for k calls' inputs and outputs ({room: (inputs, outputs)}, in its
     own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU), and the batches' size k
-    (BATCH_MS of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES); None where a batch of even
+    (`batch_ms` of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES); None where a batch of even
     half the smallest size would not fit."""
-    k = int(min(max(BATCH_MS / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
+    k = int(min(max(batch_ms / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
                 BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
     if k < BATCH_CALLS[0] // 2:
         return None
@@ -606,8 +608,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     stats = _stats(cand)
     stats["host_median_ms"] = statistics.median(b.wall_ms)
     batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches)
-    skippable = batch.get("harness_ms") if batch else \
-        skippable_harness_ms(statistics.median(a.own_cpu_ms), statistics.median(a.copy_cpu_ms))
+    skippable = batch.get("harness_ms") if batch else skippable_harness_ms(statistics.median(a.copy_cpu_ms))
     res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
                                "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
                      "candidate": stats, "eager": _stats(eager),
@@ -647,22 +648,26 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     """On the CPU clock, where the batches ran (needs_cpu_batches): the candidate's single-call time
     no faster than eager's over the speedup in batches, where a cheaper door cannot help (single
     calls pay cold caches that back-to-back calls do not, so the batches' speedup is carried over
-    rather than their times). What they measured, for the report."""
+    rather than their times). Where a gain within the harness is withheld there (skippable_harness_ms),
+    the single calls, whose floor a lean room reaches, get no CPU_BATCH_AGREES slack. What they
+    measured, for the report."""
     if batches is None:
         return {}
     b = batches
-    skippable = skippable_harness_ms(b.reference_ms - b.copy_ms, b.copy_ms - b.loop_ms, b.loop_ms)
-    credited = _credited(b.candidate_ms, b.reference_ms, skippable)
+    skippable = skippable_harness_ms(b.copy_ms, b.fixed_ms, b.calls)
+    # at or below nothing, its smaller batches were padded (honest calls cost something): no speedup
+    credited = _credited(b.candidate_ms, b.reference_ms, skippable) if b.candidate_ms > 0 else b.reference_ms
+    withheld = credited > b.candidate_ms
     speedup = b.reference_ms / max(credited, 1e-9)
     info: dict[str, Any] = {"calls": b.calls, "candidate_ms": b.candidate_ms, "reference_ms": b.reference_ms,
                             "copy_ms": b.copy_ms, "harness_ms": skippable, "speedup": speedup,
                             "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0}
-    if credited > b.candidate_ms:
+    if withheld:
         info["note"] = (f"speedup in batches taken at {b.reference_ms:.4f} / {credited:.4f} ms: a gain over the "
                         f"reference within what its harness costs per call ({skippable:.4f} ms) is not credited")
     implied = eager_ms / speedup
-    if implied > (1 + CPU_BATCH_AGREES) * stats["median_ms"]:
-        info.update(room_ms=stats["median_ms"], harness_withheld=credited > b.candidate_ms, note="; ".join(filter(
+    if implied > (1 + (0.0 if withheld else CPU_BATCH_AGREES)) * stats["median_ms"]:
+        info.update(room_ms=stats["median_ms"], harness_withheld=withheld, note="; ".join(filter(
             None, [info.get("note"), "the candidate is timed at eager's time over its speedup in batches on the "
                    "rooms' CPU, which is lower than its single calls say"])))
         _rescale(stats, implied, stats["median_ms"])
