@@ -619,14 +619,19 @@ def test_a_room_that_punches_holes_in_its_shared_buffers_gains_nothing():
     its batches: eager's batches cost it 0.17-0.19 ms a call where the rooms shared them, against
     0.09-0.11 ms beside an honest room (2-core host, 2026-11-27). Its buffers are its own, and its work
     while not asked is charged."""
-    honest = judge((PROGRAMS / "cand_relu_torch.py").read_text(), timing=True)
-    r = judge(attack_source("atk_punch_holes"), timing=True)
-    # timed, whatever its verdict: where the judge is slow to read a batch's outputs (a loaded host), the
-    # attack can punch its own before they are checked, and fails on them (`timed_output_mismatch`)
-    assert r.timing is not None and r.timing.eager is not None, r.summary
-    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
-    if honest.timing.batch is not None and r.timing.batch is not None:  # short calls' batches ran (a CPU)
-        assert r.timing.batch.reference_ms < 1.4 * honest.timing.batch.reference_ms, (r.timing.batch, honest.timing.batch)
+    for attempt in range(2):  # a loaded host (CI beside other checks) once put eager's batches 1.43x apart
+        honest = judge((PROGRAMS / "cand_relu_torch.py").read_text(), timing=True)
+        r = judge(attack_source("atk_punch_holes"), timing=True)
+        # timed, whatever its verdict: where the judge is slow to read a batch's outputs (a loaded host), the
+        # attack can punch its own before they are checked, and fails on them (`timed_output_mismatch`)
+        assert r.timing is not None and r.timing.eager is not None, r.summary
+        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+        if honest.timing.batch is None or r.timing.batch is None:  # short calls' batches ran only on a CPU
+            break
+        apart = r.timing.batch.reference_ms / honest.timing.batch.reference_ms
+        if apart < 1.4 or attempt:
+            assert apart < 1.4, (r.timing.batch, honest.timing.batch)
+            break
 
 
 def _short_lanes(ref_room: float, ref_wall: float, cand_room: float, cand_wall: float, n: int = 20):
