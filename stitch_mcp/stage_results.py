@@ -125,8 +125,10 @@ class RunTiming(_Strict):
     bracket: TimingBracket
     batch: BatchTimes | None = None
     harness_ms: float | None = None  # on the CPU clock: judge.timing.skippable_harness_ms
-    harness_withheld: bool = False  # it lowered the speedup (judge.timing.withhold_harness_gain, _cpu_batch_bound)
+    harness_withheld: bool = False  # it lowered the speedup (judge.timing.settle_cpu_clock, _cpu_batch_bound)
     harness_note: str = ""
+    interrupts_per_ms: list[float] | None = None  # on the CPU clock: [reference's windows, candidate's]
+    no_speedup: str = ""  # on the CPU clock, the finding that took the candidate's speedup (judge.timing.settle_cpu_clock)
     floor_bytes: int | None = None
     floor_ms: float | None = None
     floor_bound: Literal["memory", "compute"] | None = None

@@ -541,6 +541,17 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(name, fill, mos
         assert r.timing.batch is not None and r.timing.batch.speedup < most, r.timing.batch
 
 
+def test_a_room_that_storms_the_shared_core_with_interrupts_gains_nothing():
+    """A room that arms timers to expire while the reference's room runs on the shared core (their
+    interrupts billed to the reference's cgroup) got 1.17-1.70x with eager's own relu (red-team,
+    session 21). The judge counts the interrupts on its core while each room runs: where the
+    reference's windows take far more than the candidate's, `interrupt_storm`, no speedup."""
+    r = judge(attack_source("atk_interrupt_storm"), timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.1, (r.speedup_vs_eager, r.timing,
+                                                                        r.integrity.findings)
+
+
 @pytest.mark.parametrize("cand, ref, harness, fixed, speedup", [
     (0.040, 0.052, 0.045, 0.0, 1.0),  # a lean relu into the judge's buffer: within the harness
     (0.020, 0.052, 0.045, 0.32, 1.0),  # streaming stores and padded smaller batches: the batch's fixed cost too
@@ -568,11 +579,11 @@ def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand
 @pytest.mark.parametrize("cand, harness, credited", [(0.08, 0.03, 0.1), (0.05, 0.03, 0.08), (0.12, 0.03, 0.12)])
 def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_single_calls(cand, harness, credited):
     """Where the batches did not run, the same holds against eager's final time (after eager alone)."""
-    from stitch_mcp.judge.timing import withhold_harness_gain
+    from stitch_mcp.judge.timing import settle_cpu_clock
 
     res = {"timing": {"candidate": {"median_ms": cand, "iqr_ms": 0.0, "min_ms": cand},
                       "eager": {"median_ms": 0.1}, "harness_ms": harness}}
-    withhold_harness_gain(res)
+    settle_cpu_clock(res)
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(credited), res["timing"]
     assert res["timing"].get("harness_withheld", False) == (credited != cand)
 
@@ -793,6 +804,26 @@ def test_on_the_cpu_clock_a_call_is_its_rooms_cpu_less_the_doors(cand_cpu, claim
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
     assert res["timing"]["eager"]["median_ms"] == pytest.approx(0.07, rel=1e-6)
     assert "timing_cpu_clock" in res["checks_run"] and "CPU time" in res["timing"]["method"]
+
+
+@pytest.mark.parametrize("ref_irq, cand_irq, finding", [(3, 3, None), (150, 3, "interrupt_storm"), (150, 150, None)])
+def test_on_the_cpu_clock_interrupts_billed_to_the_reference_take_the_speedup(ref_irq, cand_irq, finding):
+    """Interrupts on the judge's core while each room ran (per wall ms of its windows): where the
+    reference's far outnumber the candidate's (timers it armed to expire on the reference's time),
+    `interrupt_storm` and no speedup, once eager's time is final; a storm in both rooms' windows
+    costs the candidate as much as the reference."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import judge_times, settle_cpu_clock
+
+    t = _cpu_clock_lanes(0.27, 0.025, 0.02)
+    t.reference.irq_windows, t.candidate.irq_windows = [(ref_irq, 10.0)] * 20, [(cand_irq, 10.0)] * 20
+    res = {"findings": [], "checks_run": []}
+    judge_times(res, SimpleNamespace(device="cpu"), t)
+    assert codes_of(res) == ({finding} if finding else set()), res["findings"]
+    assert res["timing"]["interrupts_per_ms"] == [ref_irq / 10.0, cand_irq / 10.0]
+    settle_cpu_clock(res)
+    assert (res["timing"]["candidate"]["median_ms"] >= res["timing"]["eager"]["median_ms"]) == bool(finding)
 
 
 def codes_of(res: dict) -> set[str]:

@@ -62,9 +62,9 @@ from stitch_mcp.judge.timing import (
     needs_compile_timed,
     needs_cpu_batches,
     physical_floor,
+    settle_cpu_clock,
     time_alone,
     time_rooms,
-    withhold_harness_gain,
 )
 from stitch_mcp.judge.trials import run_trials, trial_findings
 from stitch_mcp.judge_room import RoomClient, RoomGone, drop_spares
@@ -198,7 +198,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             closing.join()  # torch.compile is timed with no room alive
         baselines(spec, res, p, stage, alone)
         if timed.cpu_clock:
-            withhold_harness_gain(res)
+            settle_cpu_clock(res)
         lap("timing_baselines")
     except BaseException:
         closing.join()
