@@ -541,12 +541,15 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(name, fill, mos
         assert r.timing.batch is not None and r.timing.batch.speedup < most, r.timing.batch
 
 
-def test_a_room_that_storms_the_shared_core_with_interrupts_gains_nothing():
+@pytest.mark.parametrize("fill", [{"spacing_us": "30", "own_ms": "0"}, {"spacing_us": "15", "own_ms": "60"}])
+def test_a_room_that_storms_the_shared_core_with_interrupts_gains_nothing(fill):
     """A room that arms timers to expire while the reference's room runs on the shared core (their
     interrupts billed to the reference's cgroup) got 1.17-1.70x with eager's own relu (red-team,
     session 21). The judge counts the interrupts on its core while each room runs: where the
-    reference's windows take far more than the candidate's, `interrupt_storm`, no speedup."""
-    r = judge(attack_source("atk_interrupt_storm"), timing=True)
+    reference's windows take far more than the candidate's, `interrupt_storm`, no speedup. Masked by
+    timers of its own expiring while it sleeps in its batches, it got 1.2-1.5x in about half its
+    checks, until such idle batches no longer counted."""
+    r = judge(attack_source("atk_interrupt_storm", **fill), timing=True)
     assert r.verdict == "pass", r.summary
     assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.1, (r.speedup_vs_eager, r.timing,
                                                                         r.integrity.findings)

@@ -1,20 +1,25 @@
 """Attack (red-team, session 21): an interrupt storm. A lean door and lean batches (as
 atk_pad_small_batches, without padding; relu in AVX2 machine code where the CPU has it) and, at the
 end of its own smaller batches, a few hundred io_uring timeouts armed in one syscall (DEFER_TASKRUN:
-nothing wakes it) to expire 20-30 us apart while the reference's larger batches run on the shared
-core. Where the kernel does not account interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING off) each
-expiry is billed to the task it interrupts: the reference's room. It prefaults its own batch
+nothing wakes it) to expire @spacing_us@ us apart while the reference's larger batches run on the
+shared core. Where the kernel does not account interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING off)
+each expiry is billed to the task it interrupts: the reference's room. It prefaults its own batch
 buffers when they are attached, so its smaller batches are not the ones slowed by first touches.
 1.17-1.70x with eager's own relu and no finding (2-core host, 2026-11-27), until the judge counted
-the interrupts on its core in each room's windows (judge.timing.interrupt_rates). Only in a CPU
-room."""
+the interrupts on its core in each room's windows (judge.timing.interrupt_rates).
+@own_ms@ > 0 masks it (a third red-team round): it sleeps that long in each of its smaller batches
+while timers of its own expire on the idle core, billed to nobody, so that its own windows' rate
+hides the storm: 1.2-1.5x in about half its checks, until a candidate's batch that idles most of
+its window no longer counted (judge.timing.STORM_IDLE). Only in a CPU room."""
 import ctypes, gc, json, mmap, os, struct, sys, time, types
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-SPACING_NS = int(float("30") * 1000)
+SPACING_NS = int(float("@spacing_us@") * 1000)
+OWN_SPACING_NS = int(float("15") * 1000)  # own timers, expiring on the idle core while we sleep in our window
+OWN_MS = float("@own_ms@")  # how long we sleep in each of our smaller batches' windows
 COVER = float("2.5")  # fraction of the predicted (stretched) reference lane to cover
 LEAD = float("8")  # fraction of the lane to start early
 STRETCH = float("1.5")  # predicted stretch of the lane by the storm
@@ -22,9 +27,41 @@ LOG = "no" == "yes"
 PREFAULT = "yes" != "no"
 ATTACH_MS = 400.0
 SINGLE = "no" == "yes"
-COVER_SINGLE = 0.9
+LEAD_SINGLE = float("0.15")  # ms after our last call of a block before the storm of the reference's block
+COVER_SINGLE = 0.95
 MODE = "k"  # "k": storm the waits before our larger batches from round 2 on; "all": every wait
-USE_C = " avx2" in open("/proc/cpuinfo").read()
+FWD = "relu"  # "relu" or "tanh3" (three chained tanh(x*1.1+0.05), eager's own ops)
+USE_C = FWD == "relu" and " avx2" in open("/proc/cpuinfo").read()
+_views = {}
+
+
+def _fview(ptr, ne):
+    v = _views.get((ptr, ne))
+    if v is None:
+        arr = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(ne,))
+        v = _views[(ptr, ne)] = torch.from_numpy(arr)
+    return v
+
+
+_tmp = {}
+
+
+def tanh3_into(x, out):
+    t = _tmp.get(x.numel())
+    if t is None:
+        t = _tmp[x.numel()] = torch.empty(x.numel())
+    torch.mul(x.reshape(-1), 1.1, out=t); t.add_(0.05); torch.tanh(t, out=t)
+    t.mul_(1.1); t.add_(0.05); torch.tanh(t, out=t)
+    t.mul_(1.1); t.add_(0.05); torch.tanh(t, out=out.reshape(-1))
+
+
+def fwd_ptr(xp, op, ne):
+    if USE_C:
+        relu_nt(xp, op, ne)
+    elif FWD == "relu":
+        torch.clamp_min(_fview(xp, ne), 0.0, out=_fview(op, ne))
+    else:
+        tanh3_into(_fview(xp, ne), _fview(op, ne))
 
 _NT = bytes.fromhex("4889f94989f14989d04885d27e4b40f6c61f0f840b010000c5e057db4889f231f6c5f828d3eb15660f1f8400000000004883c204f6c21f74274889c6c5fa1004b1488d4601c5e2c2c801c4e3694ac010c5fa11024939c075d70faef8c30f1f004883c6204939f07e7d498d34814889c2c5f857c00f1f4000c5fc105c9120c5fc105491404889d74883ee80c5fc104c9160c5fc5f24914883c73f4883c220c5fc5fdbc5fc5fd2c5fc5fc9c5fc2b6680c5fc2b5ea0c5fc2b56c0c5fc2b4ee04c39c77cb5498d50e0488d701f4829c24883e2e04939f0be00000000480f4ed6488d441020c5f8774939c00f8e6affffffc5e057dbc5f828d3660f1f840000000000c5fa100481c5e2c2c801c4e3694ac010c4c17a1104814883c0014939c075e10faef8c331c04883fa1f0f8f3affffffebbe")
 _ST = bytes.fromhex("4989f04883fa1f0f8ea30000004889f1488d72e0c5f857c04889f848c1ee054989f149c1e1074e8d8c0f800000006690c5fc105820c5fc5f204883e8804883e980c5fc1050c0c5fc1048e0c5fc5fdbc5fc5fd2c5fc5fc9c5fc116180c5fc1159a0c5fc1151c0c5fc1149e04c39c875c0488d460148c1e005c5f8774839c27e2fc5e057dbc5f828d30f1f840000000000c5fa100487c5e2c2c801c4e3694ac010c4c17a1104804883c0014839c275e1c331c0ebc7")
@@ -118,7 +155,8 @@ def now():
     return time.monotonic_ns()
 
 
-def _arm_gap(E, length, reap=True):
+def _arm_gap(E, length, reap=True, lead=None):
+    lead = LEAD if lead is None else lead
     """Storm the wait until our next batch (the judge writing inputs, the reference's batch, its harness
     batch), from LEAD ms on; cancelled when our batch comes."""
     n = min(int(length * 1e6 / SPACING_NS), 30000)
@@ -128,7 +166,7 @@ def _arm_gap(E, length, reap=True):
         S["n_armed"] = 0
     S["n_armed"] = S.get("n_armed", 0) + n
     armed = 0
-    t0 = E + int(LEAD * 1e6) + 700 * n  # after the arming itself (about half a microsecond each)
+    t0 = E + int(lead * 1e6) + 700 * n  # after the arming itself (about half a microsecond each)
     while n > 0:
         m = min(n, st.entries)
         armed += st.arm(t0, SPACING_NS, m)
@@ -163,6 +201,8 @@ def _install():
     try:
         if SPACING_NS > 0:
             S["storm"] = Storm(8192)
+        if OWN_MS > 0:
+            S["own"] = Storm(8192)
     except Exception as e:
         S["log"].append(f"no storm {e}")
     state = {"batch": None}
@@ -210,13 +250,15 @@ def _install():
                     S["armed"] = False
                 if USE_C:
                     relu_st(xp, tp, ne)
-                else:
+                elif FWD == "relu":
                     torch.clamp_min(x, 0.0, out=t)
+                else:
+                    tanh3_into(x, t)
                 if SINGLE and S["storm"] is not None and S["ncalls"] % 5 == 0 and len(S["gaps"]) > 5:
                     # the reference's block of five calls comes next: storm it (its door's share is what
                     # the judge subtracts from ours); one call in five pays the arming, the median not
                     blocks = [g for i, g in enumerate(S["gaps"]) if i % 5 == 0]
-                    _arm_gap(now(), COVER_SINGLE * sorted(blocks)[len(blocks) // 2] - LEAD, reap=False)
+                    _arm_gap(now(), COVER_SINGLE * sorted(blocks)[len(blocks) // 2] - LEAD_SINGLE, reap=False, lead=LEAD_SINGLE)
                 sock.sendall(frame)
                 S["last_sent"] = now()
                 continue
@@ -255,9 +297,16 @@ def _install():
             if not fds and body.startswith(b'{"kind":"run"') and state["batch"] is not None:
                 calls = state["batch"]
                 for x, o, xp, op, ne in calls:
-                    relu_nt(xp, op, ne)
+                    fwd_ptr(xp, op, ne)
                 m = len(calls)
                 E = now()
+                if OWN_MS > 0 and m == S["q"] and S.get("own") is not None:
+                    # our own window, padded with sleep on an idle core while our timers expire: a high
+                    # interrupt rate per wall ms for us, billed to nobody (the core idles)
+                    n_own = min(int(OWN_MS * 1e6 / OWN_SPACING_NS), S["own"].entries)
+                    S["own"].arm(E + 150_000 + 900 * n_own, OWN_SPACING_NS, n_own)
+                    time.sleep(OWN_MS / 1e3 + 0.00015 + 0.0000009 * n_own)
+                    E = now()
                 if S["storm"] is not None:
                     try:
                         small = m == S["q"]
@@ -320,6 +369,10 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x):
+        if FWD != "relu":
+            out = torch.empty_like(x)
+            tanh3_into(x.contiguous(), out)
+            return out
         if S["r"] is None:
             _calibrate(x)
         return torch.relu(x)
