@@ -479,7 +479,8 @@ def _fill_timing(report: CheckReport, t: RunTiming, device: str) -> None:
                       floor_bound=t.floor_bound, floor_note=t.floor_note, eager_block_spread=t.eager_block_spread,
                       candidate_block_spread=t.candidate_block_spread, floor_bytes=t.floor_bytes,
                       baselines_cached=t.baselines_cached, batch=_as(BatchTiming, t.batch) if t.batch else None,
-                      harness_ms=t.harness_ms, harness_withheld=t.harness_withheld, harness_note=t.harness_note)
+                      harness_ms=t.harness_ms, harness_withheld=t.harness_withheld, harness_note=t.harness_note,
+                      interrupts_per_ms=t.interrupts_per_ms, no_speedup=t.no_speedup)
     if tr.floor_ms and tr.candidate and tr.candidate.median_ms > 0:
         tr.floor_fraction = round(tr.floor_ms / tr.candidate.median_ms, 4)
     report.timing = tr

@@ -173,7 +173,7 @@ def interrupts_on(core: int) -> int | None:
     None where that cannot be read. Where the kernel does not account interrupt time apart
     (CONFIG_IRQ_TIME_ACCOUNTING off, as on this project's CI host), their handling is billed to the
     task they interrupt: a room that arms thousands of timers on the shared core bills the other
-    room's cgroup (judge.timing.interrupt_storm)."""
+    room's cgroup (the finding `interrupt_storm`, judge.timing.interrupt_rates)."""
     try:
         with open("/proc/interrupts") as f:
             lines = f.read().splitlines()
@@ -181,7 +181,7 @@ def interrupts_on(core: int) -> int | None:
         return None
     try:
         column = lines[0].split().index(f"CPU{core}") + 1
-    except ValueError:
+    except (ValueError, IndexError):
         return None
     total = 0
     for line in lines[1:]:

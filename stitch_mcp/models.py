@@ -163,9 +163,10 @@ class BatchTiming(BaseModel):
                             "average): on a CPU a forward must then be a tenth of its batch call to count")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock (on "
                                   "the CPU clock: with no gain credited within harness_ms)")
-    harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the reference's harness (its "
-                              "loop, and the smaller of its forward and its copy into the judge's buffer) a "
-                              "candidate's room could skip doing the same work")
+    harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the reference's harness (a "
+                                     "module call, what wraps forward, the loop, the copy into the judge's buffer, and "
+                                     "the batch's fixed cost over its calls) a candidate's room could skip doing the "
+                                     "same work")
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
@@ -200,6 +201,9 @@ class TimingReport(BaseModel):
     harness_withheld: bool = Field(False, description="that lowered the speedup: it is a lower bound (a GPU times "
                                    "the kernel itself)")
     harness_note: str = ""
+    interrupts_per_ms: list[float] | None = Field(None, description="on the CPU clock, interrupts per ms on the judge's "
+                                                  "core while the reference's room ran, and while the candidate's did")
+    no_speedup: str = Field("", description="on the CPU clock, the finding that took the candidate's speedup")
     lease: str = Field("", description="the device held exclusively for correctness and timing")
     lease_wait_s: float = 0.0
     window: list[float] | None = Field(None, description="[start, end] epoch seconds the device was held")

@@ -809,12 +809,14 @@ def test_on_the_cpu_clock_a_call_is_its_rooms_cpu_less_the_doors(cand_cpu, claim
     assert "timing_cpu_clock" in res["checks_run"] and "CPU time" in res["timing"]["method"]
 
 
-@pytest.mark.parametrize("ref_irq, cand_irq, finding", [(3, 3, None), (150, 3, "interrupt_storm"), (150, 150, None)])
+@pytest.mark.parametrize("ref_irq, cand_irq, finding", [(3, 3, None), (150, 3, "interrupt_storm"), (150, 150, None),
+                                                       (150, 80, "interrupt_storm"), (30, 10, None)])
 def test_on_the_cpu_clock_interrupts_billed_to_the_reference_take_the_speedup(ref_irq, cand_irq, finding):
     """Interrupts on the judge's core while each room ran (per wall ms of its windows): where the
     reference's far outnumber the candidate's (timers it armed to expire on the reference's time),
-    `interrupt_storm` and no speedup, once eager's time is final; a storm in both rooms' windows
-    costs the candidate as much as the reference."""
+    `interrupt_storm` and no speedup, once eager's time is final: what counts is the difference
+    (timers expiring in its own windows bill itself), so half a storm of its own does not hide one;
+    a storm in both rooms' windows costs the candidate as much as the reference."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import judge_times, settle_cpu_clock

@@ -115,12 +115,12 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, on_
     h0 = time.perf_counter()
     called = room.call(Call(args=args, outputs=_specs(buffers.outputs), timed=True))
     lane.wall_ms.append((time.perf_counter() - h0) * 1e3)
-    if window:
-        lane.irq_windows.append(window())
     if on_cpu_clock:
         lane.cpu_ms.append(room.cpu_ms() - c0)
         lane.own_cpu_ms.append(float(called.room_cpu_ms or 0.0))
         lane.copy_cpu_ms.append(float(called.copy_cpu_ms or 0.0))
+    if window:
+        _count_window(lane, window(), lane.cpu_ms[-1] if on_cpu_clock else 0.0, room.role == "candidate")
     if called.room_ms is None or not called.room_ms >= 0:
         raise RoomGone("timing_forgery", "the room reported no time for a timed call")
     lane.room_ms.append(float(called.room_ms))
@@ -309,9 +309,7 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
                 rooms[which].ask(Run())
                 spent = rooms[which].cpu_ms() - c0
                 if window:
-                    counted, wall = window()
-                    if which == "reference" or wall <= STORM_IDLE * spent + 1.0:  # see STORM_IDLE
-                        getattr(t, which).irq_windows.append((counted, wall))
+                    _count_window(getattr(t, which), window(), spent, which == "candidate")
                 used[which][0] += spent
                 lowest[(lane, n)] = min(spent, lowest.get((lane, n), math.inf))
                 if which == "candidate":
@@ -359,25 +357,35 @@ def _interrupt_window():
         return None
 
     def open_window():
-        n0, t0 = interrupts_on(core) or 0, time.perf_counter()
-        return lambda: ((interrupts_on(core) or 0) - n0, (time.perf_counter() - t0) * 1e3)
+        n0, t0 = interrupts_on(core), time.perf_counter()
+
+        def close() -> tuple[int, float] | None:
+            n1, ms = interrupts_on(core), (time.perf_counter() - t0) * 1e3
+            return None if n0 is None or n1 is None or n1 < n0 else (n1 - n0, ms)  # a read failed, a counter wrapped
+        return close
     return open_window
+
+
+def _count_window(lane: Lane, window: tuple[int, float] | None, cpu_ms: float, candidate: bool) -> None:
+    """A window's interrupts into its lane's count; a candidate's window that idled most of its time
+    (STORM_IDLE) is left out."""
+    if window is not None and (not candidate or window[1] <= STORM_IDLE * cpu_ms + 1.0):
+        lane.irq_windows.append(window)
 
 
 # On the CPU clock, interrupts on the shared core are billed to whichever room runs (where the kernel
 # does not account their time apart): a red-team room armed thousands of timers, 20-30 us apart, to
 # expire while the reference's room ran (io_uring timeouts, no wakeup of its own), and got 1.2-1.7x
 # with eager's own work (2-core host, 2026-11-27). The reference's windows (its timed calls and its
-# batches, from the judge's asking to the answer) may take this many times the candidate's
-# interrupts per ms, and STORM_MARGIN per ms more (the host's ticks: 0.25 per ms on that host, busy
-# or not), before the candidate earns no speedup. Storming its own windows as much costs it as much.
-STORM_RATIO = 2.0
+# batches, from the judge's asking to the answer) may take STORM_MARGIN more interrupts per ms than
+# the candidate's (the host's ticks: 0.25 per ms in both on that host, busy or not; 1 per ms at
+# most at HZ=1000) before the candidate earns no speedup. Timers expiring in its own windows while
+# it runs bill itself, so what it gains is the difference of the two rates.
 STORM_MARGIN = 2.0
-# A candidate's batch that idled most of its window (wall time over this many times its CPU, and 1 ms)
-# is left out of its rate: a red-team room slept 60-100 ms in its smaller batches while timers of its
-# own expired on the idle core (billed to nobody), raising its rate to mask a storm on the reference's
-# batches, 1.2-1.5x in about half its checks (session 21). In its single calls such waiting is charged
-# (_waited_ms), and timers expiring while it runs bill itself.
+# A candidate's window that idled most of its time (wall over this many times its CPU, and 1 ms) is
+# left out of its rate: a red-team room slept 60-100 ms in its smaller batches while timers of its own
+# expired on the idle core (billed to nobody), raising its rate to mask a storm on the reference's
+# batches, 1.2-1.5x in about half its checks (session 21).
 STORM_IDLE = 2.0
 
 
@@ -686,7 +694,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     rates = interrupt_rates(t)
     if rates:
         res["timing"]["interrupts_per_ms"] = list(rates)
-    if rates and rates[0] > STORM_RATIO * rates[1] + STORM_MARGIN:
+    if rates and rates[0] - rates[1] > STORM_MARGIN:
         res["timing"]["no_speedup"] = "interrupt_storm"
         res["findings"].append(integ.finding(
             "interrupt_storm", f"the judge's core took {rates[0]:.1f} interrupts per ms while the reference's room "
@@ -723,9 +731,10 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     skippable = skippable_harness_ms(b.copy_ms, b.fixed_ms, b.calls)
     # at or below nothing, its smaller batches were padded (honest calls cost something), or the
     # reference's were disturbed: no speedup
-    credited = _credited(b.candidate_ms, b.reference_ms, skippable) if b.candidate_ms > 0 else b.reference_ms
-    withheld = credited > b.candidate_ms
-    speedup = b.reference_ms / max(credited, 1e-9) if b.reference_ms > 0 else 1.0
+    broken = b.candidate_ms <= 0 or b.reference_ms <= 0
+    credited = b.reference_ms if broken else _credited(b.candidate_ms, b.reference_ms, skippable)
+    withheld = broken or credited > b.candidate_ms
+    speedup = 1.0 if broken else b.reference_ms / max(credited, 1e-9)
     info: dict[str, Any] = {"calls": b.calls, "candidate_ms": b.candidate_ms, "reference_ms": b.reference_ms,
                             "copy_ms": b.copy_ms, "harness_ms": skippable, "speedup": speedup,
                             "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0}
