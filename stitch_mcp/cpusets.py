@@ -166,8 +166,6 @@ def slot_cpuset(slot: int) -> Cpuset | None:
     return cpuset
 
 
-
-
 def interrupts_on(core: int) -> int | None:
     """Interrupts the kernel has taken on `core` since boot (/proc/interrupts, every source summed);
     None where that cannot be read. Where the kernel does not account interrupt time apart

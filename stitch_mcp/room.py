@@ -217,19 +217,20 @@ class _Room:
         that changes its input tensor's shape in place (`x.squeeze_()`) changes only its own."""
         kept = self.views.get(id(message))
         if kept is None or kept[0] is not message:
-            view = self.shared.view
-            kept = (message, [view(a.tensor) if a.tensor is not None else a.value for a in message.args],
-                    [view(o) if o is not None else None for o in message.outputs])
+            kept = (message, *self._views(message))
             if len(self.views) < PARSED_CALLS:
                 self.views[id(message)] = kept
         args = [a.detach() if isinstance(a, self.torch.Tensor) else a for a in kept[1]]
         return args, kept[2]
 
-    def batch(self, message: Batch, _fds) -> Done:
+    def _views(self, call: Call) -> tuple[list[Any], list[Any]]:
+        """A call's arguments and output buffers as views of the shared regions."""
         view = self.shared.view
-        calls = [([view(a.tensor) if a.tensor is not None else a.value for a in call.args],
-                  [view(o) if o is not None else None for o in call.outputs]) for call in message.calls]
-        self.ready_batch = (calls, message.forward, message.passes)
+        return ([view(a.tensor) if a.tensor is not None else a.value for a in call.args],
+                [view(o) if o is not None else None for o in call.outputs])
+
+    def batch(self, message: Batch, _fds) -> Done:
+        self.ready_batch = ([self._views(call) for call in message.calls], message.forward, message.passes)
         return Done()
 
     def run(self, _message: Run, _fds) -> Done:
@@ -238,7 +239,7 @@ class _Room:
         what wraps forward (Batch)."""
         torch = self.torch
         calls, forward, passes = self.ready_batch
-        passed = torch.nn.Identity()
+        passed = torch.nn.Identity() if passes else None
         with torch.no_grad():
             for args, targets in calls:
                 if forward:
