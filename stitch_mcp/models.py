@@ -172,8 +172,13 @@ class BatchTiming(BaseModel):
     idle_wall_ms: float = Field(0.0, description="how long that was")
     room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time (or, "
                                   "saying nothing, capped its speedup): its room's own median per call")
-    unverified: bool = Field(False, description="on a CPU, the batches were noise (see note): the candidate is then "
-                             "given no speedup over eager that one call's bracket, with all its jitter, does not show")
+    whole_ms: float | None = Field(None, description="on a GPU, the candidate's larger batch over its calls, its round "
+                                   "trip included: a bound on its kernel's time that no padding of its smaller batches "
+                                   "lowers")
+    unverified: bool = Field(False, description="the batches could not check the candidate (see note: noise on a "
+                             "CPU; on a GPU, calls too short for them to time kernels rather than host work): it is "
+                             "then given no speedup over eager that one call's bracket, with all its jitter, does not "
+                             "show")
     note: str = ""
 
 

@@ -659,17 +659,58 @@ def _short_lanes(ref_room: float, ref_wall: float, cand_room: float, cand_wall: 
 
 def test_small_forged_time_is_replaced_through_batches():
     """A 10 us kernel (the size of many KernelBench level-1 kernels on an H100) reporting 2.1 us: too
-    little for the per-call bracket, which allows for the door's spread between rooms; in batches the
-    judge's clock sees it as fast as the reference, not 4.8x faster."""
+    little for the per-call bracket, which allows for the door's spread between rooms. Where the
+    reference's calls back to back go at its kernel's pace, the judge's clock sees the candidate as
+    fast as the reference, not 4.8x faster, and says so; where they go at its host work's (19 us a
+    call), batches cannot time kernels this short, and it is given no speedup over eager."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import Batches, judge_times
 
+    for reference_ms, named in ((0.011, True), (0.019, False)):
+        res = {"findings": [], "checks_run": []}
+        batches = Batches(calls=256, candidate_ms=reference_ms, reference_ms=reference_ms, copy_ms=0.009,
+                          candidate_whole_ms=reference_ms + 0.0004, reference_whole_ms=reference_ms + 0.0004)
+        judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.010, 0.40, 0.0021, 0.40), batches)
+        assert ("timing_contradicted" in {f["code"] for f in res["findings"]}) is named, res["findings"]
+        assert res["timing"]["batch"].get("unverified", False) is not named, res["timing"]["batch"]
+        assert res["timing"]["candidate"]["median_ms"] >= 0.009, res["timing"]["candidate"]
+
+
+@pytest.mark.parametrize("case", ["honest_clamp", "forger", "lean_forger", "padded_forger", "honest_long"])
+def test_on_a_gpu_batches_that_time_host_work_confirm_nothing(case):
+    """What a busy H100 host showed for 4.2 us kernels (2026-11-27): eager's calls back to back took
+    50-60 us each (its dispatch and copies, not its kernel), an honest clamp's 0.53-0.66x eager's (a
+    heavier dispatch) and was called forged, and a room forging its CUDA events at 21% went unseen where
+    eager's forward was lost beside its copies. Batches that time host work confirm no kernel's time:
+    no finding, no speedup over eager. A room's larger batch, whole, bounds its kernel's time whatever
+    it does to its smaller ones; where eager's calls go at its kernel's pace, they check the room's."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Batches, judge_times
+
+    eager = 0.004224
+    room, batches, named, at_least = {  # the candidate's room time, its batches, named, its time at least
+        "honest_clamp": (eager, Batches(256, 0.0629, 0.0586, 0.0504, candidate_whole_ms=0.0634,
+                                        reference_whole_ms=0.0590), False, eager),
+        "forger": (0.21 * eager, Batches(256, 0.0500, 0.0499, 0.0512, candidate_whole_ms=0.0505,
+                                         reference_whole_ms=0.0503), False, eager),
+        "lean_forger": (0.21 * eager, Batches(256, 0.0020, 0.0499, 0.0512, candidate_whole_ms=0.0085,
+                                              reference_whole_ms=0.0503), False, eager),
+        "padded_forger": (0.021, Batches(64, 0.020, 0.104, 0.012, candidate_whole_ms=0.105, reference_whole_ms=0.106),
+                          True, 0.09),
+        "honest_long": (0.05, Batches(64, 0.051, 0.104, 0.012, candidate_whole_ms=0.052, reference_whole_ms=0.106),
+                        False, 0.05),
+    }[case]
+    ref_room = 0.1 if case in ("padded_forger", "honest_long") else eager
     res = {"findings": [], "checks_run": []}
-    batches = Batches(calls=256, candidate_ms=0.019, reference_ms=0.019, copy_ms=0.009)
-    judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.010, 0.40, 0.0021, 0.40), batches)
-    assert "timing_contradicted" in {f["code"] for f in res["findings"]}
-    assert res["timing"]["candidate"]["median_ms"] >= 0.009, res["timing"]["candidate"]
+    judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(ref_room, 0.40, room, 0.40), batches)
+    assert ("timing_contradicted" in {f["code"] for f in res["findings"]}) is named, res["findings"]
+    assert res["timing"]["candidate"]["median_ms"] >= 0.999 * at_least, res["timing"]
+    if case == "honest_long":
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.05) and not res["timing"]["batch"].get("note")
+    elif not named:
+        assert res["timing"]["batch"]["unverified"] and "host work" in res["timing"]["batch"]["note"]
 
 
 def test_zero_room_time_of_a_short_call_is_replaced():
@@ -908,10 +949,11 @@ def test_gpu_forged_event_times(clean_honest):
     before = Storage()
     r = judge(source, ref="attacks/gpu_ref_small_relu", timing=True)
     if r.verdict != "error":
-        assert "timing_contradicted" in codes(r), (r.integrity.findings, r.timing)
+        # named where eager's batches go at its kernel's pace; where they time host work, not believed
+        assert "timing_contradicted" in codes(r) or r.timing.batch.unverified, (r.integrity.findings, r.timing)
         assert r.timing.candidate is not None and r.timing.eager is not None
         assert r.timing.candidate.median_ms > 0.3 * r.timing.eager.median_ms, r.timing
-        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 3.0, r.speedup_vs_eager
+        assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.6, r.speedup_vs_eager
     assert_contained(r, source, before, clean_honest)
 
 
@@ -919,11 +961,17 @@ def test_gpu_forged_event_times(clean_honest):
 @pytest.mark.parametrize("program", ["cand_relu_torch", "gpu_cand_relu"])
 def test_gpu_honest_short_kernels_keep_their_times(program):
     """No false alarm: honest kernels of a few microseconds (torch's and a CUDA extension's) go through
-    the batch bracket and keep the times their room measured."""
+    the batch bracket, are called nothing, and keep the times their room measured, or, where batches
+    time host work rather than kernels this short, are given no speedup over eager (and told why)."""
     r = judge((PROGRAMS / f"{program}.py").read_text(), ref="attacks/gpu_ref_small_relu", timing=True)
     assert r.verdict == "pass", r.summary
     assert "timing_contradicted" not in codes(r), (r.integrity.findings, r.timing)
-    assert r.timing.batch is not None and not r.timing.batch.note, r.timing
+    assert r.timing.batch is not None, r.timing
+    room = r.timing.batch.room_ms or r.timing.candidate.median_ms
+    if r.timing.batch.unverified:
+        assert r.timing.candidate.median_ms >= min(room, r.timing.eager.median_ms), r.timing
+    else:
+        assert not r.timing.batch.note and r.timing.candidate.median_ms == pytest.approx(room), r.timing
 
 
 def test_on_a_busy_cpu_batches_that_say_nothing_grant_no_unseen_speedup():

@@ -148,6 +148,22 @@ def test_no_gain_shown_on_the_cpu_clock_says_so(ws):
     assert not any("not faster than eager" in x for x in r.reasons)
 
 
+def test_no_gain_shown_where_calls_are_too_short_to_check_says_so(ws):
+    """A speedup pinned at eager's because the judge's clock could not check calls this short
+    (judge.timing: batches that time host work on a GPU, or noise on a busy CPU) is not called
+    slower: the gate says why and what to do."""
+    from stitch_mcp.models import BatchTiming, TimingReport
+
+    task = ws.add_task(RELU_REF)
+    batch = BatchTiming(calls=256, candidate_ms=0.06, reference_ms=0.05, copy_ms=0.05, unverified=True,
+                        room_ms=0.0021, note="not used: ...")
+    c = submit(ws, task, IMPROVED, check(eager=1.0, compiled=None, timing=TimingReport(batch=batch)))
+    profile(ws, task, c)
+    r = route_after(task.task_id, c.candidate_id)
+    assert r.decision == "refine" and any("too short for the judge's clock" in x for x in r.reasons), r
+    assert not any("not faster than eager" in x for x in r.reasons)
+
+
 def test_compile_not_timed_does_not_block_accept(ws):
     task = ws.add_task(RELU_REF)
     c = submit(ws, task, IMPROVED, check(eager=1.2, compiled=None))

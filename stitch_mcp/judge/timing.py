@@ -228,6 +228,9 @@ class Batches:
     busy_host: bool = False  # more runnable work than cores as they ran (_host_busy)
     idle_cpu_ms: float = 0.0  # CPU the candidate's room used while not asked anything (IDLE_CPU_SHARE)
     idle_wall_ms: float = 0.0
+    # on the judge's clock, each room's larger batch over its calls, round trip and all (_gpu_batch_bound)
+    candidate_whole_ms: float = 0.0
+    reference_whole_ms: float = 0.0
 
 
 def _door_ms(t: Timed) -> float:
@@ -258,7 +261,7 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     _batch_rounds(p, rooms, t, buffers, flush, walls, idle)
     batches = _per_call(walls, k, idle, door)
     implied, contradicted, info = batch_bound(t, batches, p.device)
-    if contradicted or _batches_raise(implied, b_room, p.device) or _unverified(info, p.device):
+    if contradicted or _batches_raise(implied, b_room, p.device) or (_unverified(info) and p.device != "cuda"):
         # Before calling a room's times false (or, on a CPU, raising them or taking them for noise), as
         # many rounds again: other work on the host only ever adds to a batch, so the lowest of all
         # rounds stands. On a 2-core host running a test suite beside it, an honest OpenMP candidate's
@@ -464,7 +467,8 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
         candidate = max(candidate, (lowest[("candidate", k)] - round_trip - door) / k)
     spread = sum(sorted(walls[("copy", n)])[:2][-1] - lowest[("copy", n)] for n in (k // 4, k)) / (k - k // 4)
     return Batches(calls=k, candidate_ms=candidate, reference_ms=per_call["reference"], copy_ms=per_call["copy"],
-                   copy_spread_ms=spread, idle_cpu_ms=idle[0], idle_wall_ms=idle[1])
+                   copy_spread_ms=spread, idle_cpu_ms=idle[0], idle_wall_ms=idle[1],
+                   candidate_whole_ms=lowest[("candidate", k)] / k, reference_whole_ms=lowest[("reference", k)] / k)
 
 
 def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms: float,
@@ -531,30 +535,58 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
                             "copy_ms": bb.copy_ms, "copy_spread_ms": bb.copy_spread_ms, "busy_host": bb.busy_host,
                             "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
+    if device == "cuda":
+        return _gpu_batch_bound(a_room, b_room, bb, info)
     a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
         info["note"] = "not used: forward is too short beside the room's own work per call on this host"
         return 0.0, False, info
-    lost = _lost_in_noise(a_fwd, a_room, b_fwd, bb, device)
+    lost = _lost_in_noise(a_fwd, a_room, b_fwd, bb)
     if lost:
         info.update(note=f"not used: {lost} (the host too busy for its clock)", unverified=True)
         return 0.0, False, info
     verified = a_fwd / max(b_fwd, 1e-9)  # the speedup over the reference, on the judge's clock
     info["speedup"] = verified
     claimed = a_room / b_room if b_room > 0 else math.inf
-    return a_room / verified, claimed > (BATCH_SLACK if device == "cuda" else CPU_BATCH_SLACK) * verified, info
+    return a_room / verified, claimed > CPU_BATCH_SLACK * verified, info
 
 
-def _lost_in_noise(a_fwd: float, a_room: float, b_fwd: float, bb: Batches, device: str) -> str:
+def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, Any]) -> tuple[float, bool, dict]:
+    """batch_bound on a GPU. Back-to-back calls go at the pace of their kernels where the GPU is the
+    bottleneck, and of each call's host work (dispatch, the wrapper, the copies) where that is
+    longer. Whatever a room does, its larger batch over its calls (`candidate_whole_ms`: no padding of
+    its smaller batches lowers it) bounds its kernel's time from above. Three cases:
+    - that bound within BATCH_SLACK of the room's time: its times stand (a forger gains at most that);
+    - the reference's calls in batches within BATCH_SLACK of its kernel's time (this clock sees kernels
+      this short): the speedup over it in the larger batches, whole (the copies' host time overlaps
+      GPU-bound calls, so taking it off both would inflate the ratio; a padded smaller batch would
+      shrink the candidate's difference of two sizes), checks the room's;
+    - else batches time host work, which a candidate's room can shrink (its own harness) and an honest
+      wrapper can exceed: on a busy H100 host an honest clamp's calls were 0.53-0.66x eager's in
+      batches (heavier dispatch) where both kernels took 4.2 us, and a room forging its CUDA events
+      went unseen (2026-11-27). They confirm nothing: the candidate is given no speedup over eager
+      that one call's bracket does not show (unverified), and nothing is called false."""
+    info["whole_ms"] = bb.candidate_whole_ms
+    if bb.candidate_whole_ms <= BATCH_SLACK * b_room:
+        return bb.candidate_whole_ms, False, info
+    if bb.reference_ms > BATCH_SLACK * a_room:
+        info.update(unverified=True, note=(
+            f"not used: eager's calls back to back took {bb.reference_ms:.4f} ms each against its kernel's "
+            f"{a_room:.4f} ms: at calls this short, batches on this host time each call's host work, not its kernel"))
+        return 0.0, False, info
+    verified = bb.reference_whole_ms / max(bb.candidate_whole_ms, 1e-9)
+    info["speedup"] = verified
+    claimed = a_room / b_room if b_room > 0 else math.inf
+    return a_room / verified, claimed > BATCH_SLACK * verified, info
+
+
+def _lost_in_noise(a_fwd: float, a_room: float, b_fwd: float, bb: Batches) -> str:
     """On a CPU, why the batches' forwards are noise ('' where they are not): the candidate's within
     the copies' own grain (their rounds' spread; on a busy host, a tenth of its batch call, as the
     copies' rounds there can all be cut alike), or the reference's above its own single calls (which
     pay for waking on the door, and a batch's do not): rounds all cut by the scheduler, on a loaded
     2-core host one lane's more than the other's (2026-11-26). A fast honest forward, small beside
-    its copies, stands on a quiet host. Not on a GPU, where the two rooms' host work differs
-    honestly: an honest torch relu's batches took less than the copies alone on an H100."""
-    if device == "cuda":
-        return ""
+    its copies, stands on a quiet host. On a GPU: _gpu_batch_bound."""
     if b_fwd <= max(bb.copy_spread_ms, 0.1 * bb.candidate_ms if bb.busy_host else 0.0):
         return "the candidate's batches took no longer than the copies alone, within their grain"
     if a_fwd > CPU_BATCH_CUT * a_room:
@@ -806,7 +838,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
     # the candidate's room, which could have slowed them.
     on_batches = not contradicted and estimate <= b_room and _batches_raise(implied, b_room, p.device)
     worked_idle = _worked_idle(batches, p.device)
-    capped = not worked_idle and _unverified(batch_info, p.device) and estimate <= b_room
+    capped = not worked_idle and _unverified(batch_info) and estimate <= b_room
     if worked_idle:
         estimate = max(estimate, statistics.median(a.room_ms))
     elif on_batches:
@@ -850,13 +882,15 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
         _rescale(cand, estimate, b_room)
         batch_info.update(room_ms=b_room, note=batch_info["note"] + "; the candidate's calls are too short for one "
                           "call's bracket too: it is given no speedup over eager that the bracket does not show, "
-                          "whatever its jitter. Check again on a quieter host")
+                          "whatever its jitter. " + ("Time a larger problem (kernels of tens of microseconds) to "
+                                                     "see its speedup" if p.device == "cuda" else
+                                                     "Check again on a quieter host"))
     elif estimate > b_room:
         _rescale(cand, estimate, b_room)
         why = (f"in batches of {batches.calls} back-to-back calls on the judge's clock it is "
                f"{batch_info['speedup']:.2f}x the reference, not the "
                f"{statistics.median(a.room_ms) / b_room if b_room > 0 else math.inf:.2f}x its room's times say "
-               "(host work after its last launch also shows there)"
+               "(host work per call also shows there: after its last launch, or its wrapper's beyond its kernel)"
                if contradicted and estimate == implied else
                f"the judge's own work after each call took {b_after:.4f} ms instead of {a_after:.4f} ms: work "
                "went on after the room answered" if deferred else
@@ -865,7 +899,7 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
         res["findings"].append(integ.finding(
             "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
             f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
-            "or forged times)", severity="warning", confidence="probable"))
+            "forged times, or host work per call beyond what its kernel takes)", severity="warning", confidence="probable"))
 
 
 def _batches_raise(implied: float, b_room: float, device: str) -> bool:
@@ -881,9 +915,9 @@ def _unseen_capped(b_room: float, bracket: float, noise: float, eager_ms: float)
     return max(b_room, min(bracket + noise, max(eager_ms, bracket - noise)))
 
 
-def _unverified(batch_info: dict[str, Any], device: str) -> bool:
-    """Whether, on a CPU, the batches ran (one call's bracket being too coarse) and said nothing."""
-    return device != "cuda" and bool(batch_info.get("unverified"))
+def _unverified(batch_info: dict[str, Any]) -> bool:
+    """Whether the batches ran (one call's bracket being too coarse) and said nothing."""
+    return bool(batch_info.get("unverified"))
 
 
 def _worked_idle(batches: Batches | None, device: str) -> bool:
