@@ -552,31 +552,41 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
 
 
 def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, Any]) -> tuple[float, bool, dict]:
-    """batch_bound on a GPU. Back-to-back calls go at the pace of their kernels where the GPU is the
-    bottleneck, and of each call's host work (dispatch, the wrapper, the copies) where that is
-    longer. Whatever a room does, its larger batch over its calls (`candidate_whole_ms`: no padding of
-    its smaller batches lowers it) bounds its kernel's time from above. Three cases:
-    - that bound within BATCH_SLACK of the room's time: its times stand (a forger gains at most that);
-    - the reference's calls in batches within BATCH_SLACK of its kernel's time (this clock sees kernels
-      this short): the speedup over it in the larger batches, whole (the copies' host time overlaps
-      GPU-bound calls, so taking it off both would inflate the ratio; a padded smaller batch would
-      shrink the candidate's difference of two sizes), checks the room's;
-    - else batches time host work, which a candidate's room can shrink (its own harness) and an honest
-      wrapper can exceed: on a busy H100 host an honest clamp's calls were 0.53-0.66x eager's in
-      batches (heavier dispatch) where both kernels took 4.2 us, and a room forging its CUDA events
-      went unseen (2026-11-27). They confirm nothing: the candidate is given no speedup over eager
-      that one call's bracket does not show (unverified), and nothing is called false."""
+    """batch_bound on a GPU. In a room's batches each call's copy into the judge's buffer waits for
+    its kernel (an H100, 2026-11-27: eager's 4.2 us relu took 8 us a call beyond its copies, its
+    64 us matmul 45-60 us), so a forward there is its host dispatch plus its kernel. In turn:
+    - the candidate's larger batch over its calls (`candidate_whole_ms`, round trip and all: an upper
+      bound on its kernel's time that no padding of its smaller batches lowers) within BATCH_SLACK of
+      its room's time: its times stand (a forger gains at most that);
+    - a forward lost beside the copies (eager's, or the candidate's within their grain, as a room that
+      writes its outputs itself can make it): the batches say nothing (unverified);
+    - the speedup over eager in batches checks the room's. The candidate's forward there is at least
+      its larger batch less eager's round trip, over its calls (no padding of its smaller batches
+      shrinks it). Beyond BATCH_SLACK its times are false, unless eager's own dispatch weighs as
+      much as its kernel there: then host dispatch can tell them apart as well (an honest clamp,
+      0.53-0.66x eager in batches on a busy H100 host, both kernels 4.2 us), and the batches say
+      nothing (unverified).
+    Where they say nothing the candidate is given no speedup over eager that one call's bracket does
+    not show, and nothing is called false."""
     info["whole_ms"] = bb.candidate_whole_ms
     if bb.candidate_whole_ms <= BATCH_SLACK * b_room:
         return bb.candidate_whole_ms, False, info
-    if bb.reference_ms > BATCH_SLACK * a_room:
-        info.update(unverified=True, note=(
-            f"not used: eager's calls back to back took {bb.reference_ms:.4f} ms each against its kernel's "
-            f"{a_room:.4f} ms: at calls this short, batches on this host time each call's host work, not its kernel"))
-        return 0.0, False, info
-    verified = bb.reference_whole_ms / max(bb.candidate_whole_ms, 1e-9)
-    info["speedup"] = verified
+    round_trip = bb.reference_whole_ms - bb.reference_ms  # eager's, per call of its larger batch
+    a_fwd = bb.reference_ms - bb.copy_ms
+    b_fwd = max(bb.candidate_ms, bb.candidate_whole_ms - round_trip) - bb.copy_ms
+    lost = ("eager's calls took no longer than the copies around them" if a_fwd < 0.1 * bb.reference_ms else
+            "the candidate's calls took no longer than the copies around them, within their grain"
+            if b_fwd <= bb.copy_spread_ms else "")
+    verified = a_fwd / max(b_fwd, 1e-9)
     claimed = a_room / b_room if b_room > 0 else math.inf
+    if not lost and claimed > BATCH_SLACK * verified and a_fwd > BATCH_SLACK * a_room:
+        lost = (f"its calls back to back were {verified:.2f}x eager's, not {claimed:.2f}x, but eager's own forward "
+                f"took {a_fwd:.4f} ms a call there against its kernel's {a_room:.4f} ms: at calls this short, host "
+                "dispatch weighs as much as kernels in batches")
+    if lost:
+        info.update(unverified=True, note=f"not used: {lost}")
+        return 0.0, False, info
+    info["speedup"] = verified
     return a_room / verified, claimed > BATCH_SLACK * verified, info
 
 
