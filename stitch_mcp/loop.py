@@ -321,10 +321,10 @@ def _accept_gates(task_id: str, candidate_id: str, check: CheckReport, rubric: R
         gates.append(f"no gain over eager shown on this CPU clock ({s_eager:.2f}x): any gain is within what the "
                      f"harness costs a call ({check.timing.harness_ms or 0:.3g} ms), which a room can skip; a GPU "
                      "times the kernel itself")
-    elif s_eager <= 1.0 and _too_short_to_check(check):
+    elif s_eager <= 1.0 and check.timing.batch is not None and check.timing.batch.capped:
         gates.append(f"no gain over eager shown ({s_eager:.2f}x): its calls ({check.timing.batch.room_ms:.3g} ms by its "
-                     "room) are too short for the judge's clock on this host to check (timing.batch.note); time a "
-                     "larger problem to see a kernel's speedup")
+                     "room) are too short for the judge's clock on this host to check (timing.batch.note says why): "
+                     "on a GPU, time a larger problem; on a busy CPU host, check again when it is quieter")
     elif s_eager <= 1.0:
         gates.append(f"not faster than eager ({s_eager:.2f}x)")
     if compiled_asked and (s_compile is None or s_compile <= 1.0):
@@ -333,13 +333,6 @@ def _accept_gates(task_id: str, candidate_id: str, check: CheckReport, rubric: R
     if not profile_consulted(task_id, candidate_id, session):
         gates.append("profile_kernel not consulted yet on this task")
     return gates
-
-
-def _too_short_to_check(check: CheckReport) -> bool:
-    """Whether the candidate's batches could not check its room's times, which were faster than the
-    speedup it was given (judge.timing: `unverified`)."""
-    batch = check.timing.batch
-    return batch is not None and batch.unverified and batch.room_ms is not None
 
 
 def _shares_and_feedback(ws: Workspace, task_id: str, check: CheckReport, rubric: RubricReport | None,

@@ -170,16 +170,24 @@ class BatchTiming(BaseModel):
     idle_cpu_ms: float = Field(0.0, description="CPU the candidate's processes used while not asked anything "
                                "(the judge writing inputs, the reference's batches), from the kernel's accounting")
     idle_wall_ms: float = Field(0.0, description="how long that was")
-    room_ms: float | None = Field(None, description="on a CPU, where the batches raised the candidate's time (or, "
-                                  "saying nothing, capped its speedup): its room's own median per call")
+    room_ms: float | None = Field(None, description="where the batches raised the candidate's time (on a CPU) or, "
+                                  "saying nothing, capped its speedup: its room's own median per call")
     whole_ms: float | None = Field(None, description="on a GPU, the candidate's larger batch over its calls, its round "
                                    "trip included: a bound on its kernel's time that no padding of its smaller batches "
                                    "lowers")
+    host_bound: bool = Field(False, description="on a GPU, eager's forward in batches took over 1.5 times its "
+                             "kernel's time: host dispatch weighs as much as kernels there")
     unverified: bool = Field(False, description="the batches could not check the candidate (see note: noise on a "
                              "CPU; on a GPU, calls too short for them to time kernels rather than host work): it is "
                              "then given no speedup over eager that one call's bracket, with all its jitter, does not "
                              "show")
     note: str = ""
+
+    @property
+    def capped(self) -> bool:
+        """Whether the batches could not check the candidate and its speedup was held to what one
+        call's bracket shows (its room's own time in room_ms)."""
+        return self.unverified and self.room_ms is not None
 
 
 class TimingReport(BaseModel):

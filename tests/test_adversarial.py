@@ -688,8 +688,11 @@ GPU_BATCH_CASES = {  # case: (eager's room, the candidate's room, batches, named
     "lean_forger": (0.004224, 0.00089, (256, 0.0080, 0.0586, 0.0504, 0.002, 0.0085, 0.0590), False, 0.004224),
     # a 64 us matmul forging its events at 21%: named
     "forger_mm": (0.0643, 0.0135, (42, 0.1054, 0.1022, 0.0463, 0.003, 0.1253, 0.1222), True, 0.06),
-    # the same, its smaller batches padded until its difference of two sizes is half its work: named
-    "padded_forger_mm": (0.0643, 0.0135, (42, 0.0500, 0.1022, 0.0463, 0.003, 0.1253, 0.1222), True, 0.06),
+    # the same, its smaller batches padded until its difference of two sizes is half its work: its
+    # larger batch holds it to its work, and the noise it made leaves it no speedup (not named)
+    "padded_forger_mm": (0.0643, 0.0135, (42, 0.0500, 0.1022, 0.0463, 0.003, 0.1253, 0.1222), False, 0.06),
+    # its k calls done as one launch (their buffers are contiguous): 0.9 us a call, lost beside the copies
+    "merged_forger": (0.004224, 0.0006, (256, 0.0008, 0.0586, 0.0504, 0.002, 0.0009, 0.0590), False, 0.004224),
     # an honest matmul twice as fast as eager's, its dispatch as heavy: 1.7x in batches, its 2x stands
     "honest_mm": (0.0643, 0.032, (42, 0.0790, 0.1022, 0.0463, 0.003, 0.0990, 0.1222), False, 0.032),
     # an honest kernel of 50 us, its calls back to back as long: its times stand
@@ -702,9 +705,10 @@ def test_on_a_gpu_batches_name_forged_times_and_spare_honest_dispatch(case):
     """On a GPU a room's batches time each call's host dispatch as well as its kernel: an honest
     clamp was called forged on a busy H100 host, and a room forging its CUDA events went unseen where
     eager's forward was lost beside its copies (2026-11-27). Where batches cannot tell kernels apart
-    (eager's forward lost, or its dispatch as heavy as its kernel there) they confirm nothing: no
-    finding, no speedup over eager. Elsewhere they name forged times, padded batches or not, and let
-    honest speedups stand."""
+    (eager's forward lost, or its dispatch as heavy as its kernel there, or the claim within their
+    noise) they confirm nothing: no finding, no speedup over eager. Elsewhere they name forged times
+    and let honest speedups stand; a room that pads its smaller batches or does its calls as one
+    gains nothing by it."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import Batches, judge_times
@@ -805,13 +809,14 @@ def test_on_a_cpu_batches_bound_short_calls_without_calling_noise_forgery():
 def test_a_room_that_works_while_not_asked_earns_no_speedup():
     """The kernel's CPU accounting of the candidate's processes while the judge wrote inputs and
     timed the reference: an honest room measured 0 ms (idle on its door), the poller attack 2.1 s
-    of 3.3 s. Beyond IDLE_CPU_SHARE its times earn no speedup (judged on a CPU only, so far)."""
+    of 3.3 s. Beyond IDLE_CPU_SHARE its times earn no speedup, on a GPU too (honest rooms there used
+    0-10 ms in 1.8-4.2 s on H100 hosts)."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import Batches, judge_times
 
     for idle_cpu, device, flagged in ((2100.0, "cpu", True), (0.0, "cpu", False), (15.0, "cpu", False),
-                                      (2100.0, "cuda", False)):
+                                      (2100.0, "cuda", True), (10.0, "cuda", False)):
         batches = Batches(calls=256, candidate_ms=0.0177, reference_ms=0.0161, copy_ms=0.0062,
                           idle_cpu_ms=idle_cpu, idle_wall_ms=3300.0)
         res = {"findings": [], "checks_run": []}
