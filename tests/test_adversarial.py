@@ -697,6 +697,8 @@ GPU_BATCH_CASES = {  # case: (eager's room, the candidate's room, batches, named
     "honest_mm": (0.0643, 0.032, (42, 0.0790, 0.1022, 0.0463, 0.003, 0.0990, 0.1222), False, 0.032),
     # an honest kernel of 50 us, its calls back to back as long: its times stand
     "honest_long": (0.1, 0.05, (64, 0.051, 0.104, 0.012, 0.001, 0.052, 0.106), False, 0.05),
+    # the honest 2x matmul returning a transposed view: copying it costs 50 us more than eager's copies
+    "honest_mm_strided": (0.0643, 0.032, (42, 0.1290, 0.1022, 0.0463, 0.003, 0.1490, 0.1222), False, 0.032),
 }
 
 
@@ -715,14 +717,28 @@ def test_on_a_gpu_batches_name_forged_times_and_spare_honest_dispatch(case):
 
     eager, room, (k, b, r, c, grain, b_whole, r_whole), named, at_least = GPU_BATCH_CASES[case]
     batches = Batches(k, b, r, c, copy_spread_ms=grain, candidate_whole_ms=b_whole, reference_whole_ms=r_whole)
+    lanes = _short_lanes(eager, 0.40, room, 0.40)
+    lanes.candidate.strided = case.endswith("strided")  # as its room's OutputMeta said
     res = {"findings": [], "checks_run": []}
-    judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(eager, 0.40, room, 0.40), batches)
+    judge_times(res, SimpleNamespace(device="cuda"), lanes, batches)
     assert ("timing_contradicted" in {f["code"] for f in res["findings"]}) is named, (res["findings"], res["timing"])
     assert res["timing"]["candidate"]["median_ms"] >= 0.999 * at_least, res["timing"]
-    if case.startswith("honest") and case != "honest_clamp":
+    if case in ("honest_mm", "honest_long"):
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(room) and not res["timing"]["batch"].get("note")
     elif not named:
         assert res["timing"]["batch"]["unverified"] and "not used" in res["timing"]["batch"]["note"], res["timing"]
+
+
+def test_a_room_says_which_outputs_are_not_contiguous():
+    """What `strided` in GPU_BATCH_CASES rests on: the room's account of each output it copied."""
+    import torch
+
+    from stitch_mcp.room import _copy_outputs
+
+    x = torch.randn(64, 32)
+    outputs = [torch.relu(x), torch.relu(x).t().contiguous().t()]  # the second: same shape, column-major
+    metas = _copy_outputs(torch, outputs, [torch.empty(64, 32), torch.empty(64, 32)], [x])
+    assert [m.contiguous for m in metas] == [True, False] and all(m.copied for m in metas)
 
 
 def test_zero_room_time_of_a_short_call_is_replaced():

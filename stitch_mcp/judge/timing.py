@@ -44,6 +44,7 @@ class Lane:
     copy_cpu_ms: list[float] = field(default_factory=list)  # and copying its outputs'
     idle_cpu_ms: float = 0.0  # on the CPU clock, its processes' CPU between its calls
     irq_windows: list[tuple[int, float]] = field(default_factory=list)  # on the CPU clock: interrupt_storm
+    strided: bool = False  # an output not contiguous: the harness's copy of it costs more (_gpu_batch_bound)
 
 
 @dataclass
@@ -124,6 +125,7 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, on_
     if called.room_ms is None or not called.room_ms >= 0:
         raise RoomGone("timing_forgery", "the room reported no time for a timed call")
     lane.room_ms.append(float(called.room_ms))
+    lane.strided = lane.strided or not all(o.contiguous for o in called.outputs)
 
 
 def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False) -> Lane:
@@ -538,7 +540,7 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
                             "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
     if device == "cuda":
-        return _gpu_batch_bound(a_room, b_room, bb, info)
+        return _gpu_batch_bound(a_room, b_room, bb, info, t.candidate.strided)
     a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
         info["note"] = "not used: forward is too short beside the room's own work per call on this host"
@@ -553,7 +555,8 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
     return a_room / verified, claimed > CPU_BATCH_SLACK * verified, info
 
 
-def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, Any]) -> tuple[float, bool, dict]:
+def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, Any],
+                     strided: bool = False) -> tuple[float, bool, dict]:
     """batch_bound on a GPU. In a room's batches each call's copy into the judge's buffer appears to
     wait for its kernel (an H100, 2026-11-27: eager's 4.2 us relu took 8 us a call beyond its
     copies, its 64 us matmul 45-60 us), so a forward there is its host dispatch plus its kernel.
@@ -566,7 +569,8 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     - eager's own forward there over BATCH_SLACK times its kernel (`host_bound`): host dispatch then
       weighs as much as kernels (an honest clamp was 0.53-0.66x eager in batches on a busy H100 host,
       both kernels 4.2 us);
-    - the claim within the batches' noise (their grain, each way, and its difference of two sizes).
+    - the claim within the batches' noise (their grain, each way, and its difference of two sizes);
+    - outputs not contiguous (`strided`): their copies cost more than eager's, which are taken off.
     There the candidate is given no speedup over eager that one call's bracket does not show, and
     nothing is called false. Left open: a room that skips the copies (writing its outputs itself)
     and paces its calls can bring its forward there down to its real one less the copies' cost and
@@ -591,6 +595,9 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
                     "this short, host dispatch weighs as much as kernels in batches")
         elif claimed <= BATCH_SLACK * leeway:
             lost = f"its calls back to back were {verified:.2f}x eager's, not {claimed:.2f}x, within their noise"
+        elif strided:
+            lost = (f"its calls back to back were {verified:.2f}x eager's, not {claimed:.2f}x, but its outputs are "
+                    "not contiguous: copying them costs more than eager's copies, which the batches take off")
     if lost:
         info.update(unverified=True, note=f"not used: {lost}")
         return 0.0, False, info

@@ -22,7 +22,7 @@ for i in range(reps):
         codes = sorted(f.code for f in r.integrity.findings)
         bt = (f"R={b.reference_ms*1e3:.1f}us C={b.copy_ms*1e3:.1f}us B={b.candidate_ms*1e3:.1f}us "
               f"whole={(b.whole_ms or 0)*1e3:.1f}us k={b.calls} unverified={b.unverified} busy={b.busy_host} "
-              f"room={b.room_ms} note={b.note[:90]!r}") if b else "no batches"
+              f"host_bound={b.host_bound} idle={b.idle_cpu_ms:.0f}/{b.idle_wall_ms:.0f}ms room={b.room_ms} note={b.note[:90]!r}") if b else "no batches"
         print(f"{name} rep{i} {r.verdict} speedup={r.speedup_vs_eager} eager={t.eager.median_ms*1e3 if t and t.eager else None:.2f}us "
               f"cand={t.candidate.median_ms*1e3 if t and t.candidate else None:.2f}us findings={codes} | {bt} | "
               f"load={os.getloadavg()[0]:.1f} {time.time()-t0:.1f}s", flush=True)
