@@ -557,9 +557,11 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
 
 def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, Any],
                      strided: bool = False) -> tuple[float, bool, dict]:
-    """batch_bound on a GPU. In a room's batches each call's copy into the judge's buffer appears to
-    wait for its kernel (an H100, 2026-11-27: eager's 4.2 us relu took 8 us a call beyond its
-    copies, its 64 us matmul 45-60 us), so a forward there is its host dispatch plus its kernel.
+    """batch_bound on a GPU. A batch's window holds the telling of its calls (the judge serializing
+    them, the room parsing them), then each call's forward and copy: the host's work or the GPU's,
+    whichever is longer. Less eager's copies, a forward there is its dispatch or its kernel (H100
+    hosts, 2026-11-27: eager's 4.2 us relu took 8-13 us a call, its 64 us matmul 45-60 us, the copy's
+    ~11 us of host work hidden under it; the copy lane itself 28-175 us, mostly the telling).
     The speedup over eager there, each side less eager's copies, checks the room's; the candidate's
     forward is at least its larger batch, whole, less eager's round trip and the door's spread of it
     (no padding of its smaller batches, nor doing its k calls as one, shrinks that). Beyond
@@ -575,8 +577,8 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     nothing is called false. Left open: a room that skips the copies (writing its outputs itself)
     and paces its calls can bring its forward there down to its real one less the copies' cost and
     the round-trip allowance (28-175 us and 20-30 us a call on H100 hosts), so a kernel no longer
-    than those gains up to what it claims. Copies that did not wait for their kernels would leave it
-    nothing to skip where kernels outlast the host's work (not tried)."""
+    than those gains up to what it claims. A window without the telling would leave it far less to
+    skip (needs inputs a room cannot read before the clock; not tried)."""
     round_trip = bb.reference_whole_ms - bb.reference_ms  # eager's, per call of its larger batch
     a_fwd = bb.reference_ms - bb.copy_ms
     b_fwd = max(bb.candidate_ms, bb.candidate_whole_ms - (1 + DOOR_SPREAD) * round_trip) - bb.copy_ms
