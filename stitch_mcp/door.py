@@ -69,7 +69,6 @@ class OutputMeta(BaseModel):
     plain: bool = Field(True, description="a plain, dense, strided torch.Tensor with storage")
     detail: str = ""
     copied: bool = Field(False, description="its values were copied into the judge's buffer")
-    contiguous: bool = Field(True, description="dense and row-major: its copy costs what a plain copy does")
     aliases_input: bool = False
 
 

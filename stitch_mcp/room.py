@@ -383,7 +383,6 @@ def _copy_outputs(torch, outputs: list[Any], targets: list[Any], args: list[Any]
             meta.plain, meta.detail = False, f"{type(o).__name__} with layout {o.layout} on {o.device}"
         elif o.numel():
             meta.aliases_input = o.untyped_storage().data_ptr() in input_ptrs
-            meta.contiguous = o.is_contiguous()
         target = targets[i] if i < len(targets) else None
         if meta.plain and target is not None and target.shape == o.shape and target.dtype == o.dtype:
             target.copy_(o)

@@ -120,9 +120,9 @@ def test_the_judges_timing_on_a_gpu_validates():
 
     res = {"trials": [A_TRIAL], "findings": [], "checks_run": []}
     timed = Timed(reference=lane(0.05, 0.09), candidate=lane(0.001, 0.09), out_bytes=4096, in_bytes=4096)
-    judge_times(res, SimpleNamespace(device="cuda"), timed, Batches(calls=256, candidate_ms=0.03,
+    judge_times(res, SimpleNamespace(device="cuda"), timed, Batches(calls=256, candidate_ms=0.05,
                                                                     reference_ms=0.06, copy_ms=0.01,
-                                                                    candidate_whole_ms=0.031,
+                                                                    candidate_whole_ms=0.051,
                                                                     reference_whole_ms=0.061))
     res["timing"].update(floor_ms=0.001, floor_bound="memory", floor_note="memory-bound: 8 KiB at 3.35 TB/s",
                          floor_bytes=8192)  # ceilings.timing_floors's fields
