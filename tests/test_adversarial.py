@@ -682,6 +682,8 @@ def test_small_forged_time_is_replaced_through_batches():
 GPU_BATCH_CASES = {  # case: (eager's room, the candidate's room, batches, named, its time at least)
     # a busy host, 4.2 us kernels: an honest clamp's heavier dispatch, 0.65x eager's in batches
     "honest_clamp": (0.004224, 0.004224, (256, 0.0629, 0.0586, 0.0504, 0.002, 0.0634, 0.0590), False, 0.004224),
+    # the same where eager's batches were disturbed (36 us a call beyond the copies): not believed
+    "forger_disturbed": (0.00419, 0.000894, (256, 0.0410, 0.0694, 0.0338, 0.003, 0.0472, 0.0756), False, 0.00419),
     # a room forging its CUDA events at 21%, where eager's forward was lost beside its copies
     "forger_small": (0.004224, 0.00089, (256, 0.0500, 0.0499, 0.0512, 0.0065, 0.0505, 0.0503), False, 0.004224),
     # the same, writing its outputs itself: its calls no longer than eager's copies
