@@ -154,10 +154,16 @@ def test_no_gain_shown_where_calls_are_too_short_to_check_says_so(ws):
     slower: the gate says why and what to do."""
     from stitch_mcp.models import BatchTiming, TimingReport
 
+    from stitch_mcp.check import _summary
+    from stitch_mcp.models import TimingStats
+
     task = ws.add_task(RELU_REF)
     batch = BatchTiming(calls=256, candidate_ms=0.06, reference_ms=0.05, copy_ms=0.05, unverified=True,
                         room_ms=0.0021, note="not used: ...")
-    c = submit(ws, task, IMPROVED, check(eager=1.0, compiled=None, timing=TimingReport(batch=batch)))
+    stats = TimingStats(median_ms=0.0042, iqr_ms=0.0001, cv=0.01, min_ms=0.0041, calls=100)
+    report = check(eager=1.0, compiled=None, timing=TimingReport(batch=batch, candidate=stats, eager=stats))
+    assert "Its room timed 0.0021 ms a call: too short for the judge's clock" in _summary(report)
+    c = submit(ws, task, IMPROVED, report)
     profile(ws, task, c)
     r = route_after(task.task_id, c.candidate_id)
     assert r.decision == "refine" and any("too short for the judge's clock" in x for x in r.reasons), r
