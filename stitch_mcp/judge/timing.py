@@ -582,15 +582,15 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     Left open: a room that skips the copies (writing its outputs itself) and paces its calls can
     bring its forward there down to its real one less the copies' cost and the round-trip allowance
     (28-175 us and 20-30 us a call on H100 hosts), so a kernel no longer than those gains up to what
-    it claims. A window without the telling would leave it far less to
-    skip (needs inputs a room cannot read before the clock; not tried). Also open: a room that keeps
-    the GPU busy while eager's batches run (the contexts take turns) raises eager's forward there,
-    up to host_bound, and with it the speedup it is checked against; eager's batches timed again once
-    the candidate's room is gone, as eager's single calls are, would undo that (not tried)."""
+    it claims. A window without the telling would leave it far less to skip (needs inputs a room
+    cannot read before the clock; not tried). Also open: a room that keeps the GPU busy while eager's
+    batches run (the contexts take turns) raises eager's forward there, up to host_bound, and with
+    it the speedup it is checked against; eager's batches timed again once the candidate's room is
+    gone, as eager's single calls are, would undo that (not tried)."""
     round_trip = bb.reference_whole_ms - bb.reference_ms  # eager's, per call of its larger batch
     a_fwd = bb.reference_ms - bb.copy_ms
     b_fwd = max(bb.candidate_ms, bb.candidate_whole_ms - (1 + DOOR_SPREAD) * round_trip) - bb.copy_ms
-    grain = max(bb.copy_spread_ms, 0.1 * bb.candidate_ms if bb.busy_host else 0.0)
+    grain = _grain(bb)
     verified = a_fwd / max(b_fwd, 1e-9)
     claimed = a_room / b_room if b_room > 0 else math.inf
     info.update(whole_ms=bb.candidate_whole_ms, host_bound=a_fwd > BATCH_SLACK * a_room)
@@ -613,14 +613,20 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     return a_room / verified, claimed > BATCH_SLACK * verified, info
 
 
+def _grain(bb: Batches) -> float:
+    """Per call, below what a forward in batches is not told from the copies' noise: their rounds'
+    spread, and on a busy host a tenth of the candidate's batch call (the copies' rounds there can
+    all be cut alike)."""
+    return max(bb.copy_spread_ms, 0.1 * bb.candidate_ms if bb.busy_host else 0.0)
+
+
 def _lost_in_noise(a_fwd: float, a_room: float, b_fwd: float, bb: Batches) -> str:
     """On a CPU, why the batches' forwards are noise ('' where they are not): the candidate's within
-    the copies' own grain (their rounds' spread; on a busy host, a tenth of its batch call, as the
-    copies' rounds there can all be cut alike), or the reference's above its own single calls (which
+    the copies' own grain (_grain), or the reference's above its own single calls (which
     pay for waking on the door, and a batch's do not): rounds all cut by the scheduler, on a loaded
     2-core host one lane's more than the other's (2026-11-26). A fast honest forward, small beside
     its copies, stands on a quiet host. On a GPU: _gpu_batch_bound."""
-    if b_fwd <= max(bb.copy_spread_ms, 0.1 * bb.candidate_ms if bb.busy_host else 0.0):
+    if b_fwd <= _grain(bb):
         return "the candidate's batches took no longer than the copies alone, within their grain"
     if a_fwd > CPU_BATCH_CUT * a_room:
         return "the reference's calls took longer in batches than alone"
