@@ -701,6 +701,17 @@ GPU_BATCH_CASES = {  # case: (eager's room, the candidate's room, batches, named
     "honest_long": (0.1, 0.05, (64, 0.051, 0.104, 0.012, 0.001, 0.052, 0.106), False, 0.05),
     # eager's 12 us kernel outweighs its dispatch; an honest 4 us kernel whose 9 us of dispatch outweigh it
     "honest_dispatch": (0.012, 0.004, (256, 0.018, 0.021, 0.009, 0.001, 0.0184, 0.0214), False, 0.004),
+    # eager's own 64 us matmul, events forged at 60%, the GPU kept busy while eager's batches ran
+    # (H100): 2.1x in batches beside it, which let its 1.68x stand; eager's lanes alone (the last two)
+    "forger_beside_busy": (0.0647, 0.0385, (42, 0.0915, 0.1463, 0.0496, 0.003, 0.1261, 0.1666, 0.1008, 0.0418), False,
+                           0.0647),
+    # a room twice as fast as eager that slows eager's copies beside it (its own forward there, its
+    # lane less theirs, shrinks), claiming 4x: eager's copies alone are the ones its lane is less
+    "copies_slowed": (0.128, 0.032, (31, 0.101, 0.165, 0.076, 0.002, 0.111, 0.175, 0.165, 0.041), True, 0.064),
+    # an honest matmul twice as fast, on a host whose work per call was heavier while both rooms
+    # were up (eager's copies 75 us a call beside, 41 alone; H100): its 2x stands
+    "honest_mm_drift": (0.128, 0.0643, (31, 0.1321, 0.1992, 0.0753, 0.002, 0.1613, 0.2268, 0.1663, 0.0412), False,
+                        0.0643),
 }
 
 
@@ -717,13 +728,14 @@ def test_on_a_gpu_batches_name_forged_times_and_spare_honest_dispatch(case):
 
     from stitch_mcp.judge.timing import Batches, judge_times
 
-    eager, room, (k, b, r, c, grain, b_whole, r_whole), named, at_least = GPU_BATCH_CASES[case]
-    batches = Batches(k, b, r, c, copy_spread_ms=grain, candidate_whole_ms=b_whole, reference_whole_ms=r_whole)
+    eager, room, (k, b, r, c, grain, b_whole, r_whole, *alone), named, at_least = GPU_BATCH_CASES[case]
+    batches = Batches(k, b, r, c, copy_spread_ms=grain, candidate_whole_ms=b_whole, reference_whole_ms=r_whole,
+                      reference_alone_ms=alone[0] if alone else None, copy_alone_ms=alone[1] if alone else None)
     res = {"findings": [], "checks_run": []}
     judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(eager, 0.40, room, 0.40), batches)
     assert ("timing_contradicted" in {f["code"] for f in res["findings"]}) is named, (res["findings"], res["timing"])
     assert res["timing"]["candidate"]["median_ms"] >= 0.999 * at_least, res["timing"]
-    if case in ("honest_mm", "honest_long"):
+    if case in ("honest_mm", "honest_long", "honest_mm_drift"):
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(room) and not res["timing"]["batch"].get("note")
     elif not named:
         assert res["timing"]["batch"]["unverified"] and "not used" in res["timing"]["batch"]["note"], res["timing"]
@@ -827,6 +839,39 @@ def test_on_a_cpu_batches_bound_short_calls_without_calling_noise_forgery():
     judge_times(res, SimpleNamespace(device="cpu"), _short_lanes(0.0185, 0.40, forged, 0.40), batches)
     assert codes_of(res) == {"timing_contradicted"}, res["findings"]
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(0.0185 / verified, rel=1e-6)
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "uid"])
+def test_a_room_slowing_eagers_batches_while_not_asked_gains_nothing(sandbox, monkeypatch):
+    """A room doing eager's own work with its clock at half speed, that keeps two threads busy
+    whenever it is not running its own calls back to back (the batches): on a CPU their work is its
+    room's, seen from outside (the rooms' CPU clock, or work_while_idle where the rooms are not held
+    to a core, at sandbox level uid or below). Where the batches, beside it or not, confirm a speedup,
+    eager's lanes are timed again once its room is gone (speedup_beside keeps the first figure)."""
+    monkeypatch.setenv("STITCH_SANDBOX", sandbox)
+    configure()  # the worker takes the level from the environment
+    try:
+        _busy_beside_gains_nothing()
+    finally:
+        monkeypatch.undo()
+        configure()  # no other test on this worker runs at that level
+
+
+def _busy_beside_gains_nothing() -> None:
+    r = judge(attack_source("atk_busy_beside", forged="0.5", threads="2", duty="1.0", spin_us="100"), ref="ref_relu_chain",
+              timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.3, (r.speedup_vs_eager, r.timing)
+    # the same work, its clock true and no threads: nothing found; on the judge's clock, where the
+    # batches confirm its speedup (on a loaded host they may be noise), eager's are timed again
+    honest = judge(attack_source("atk_busy_beside", forged="1.0", threads="0", duty="1.0", spin_us="100"),
+                   ref="ref_relu_chain", timing=True)
+    assert honest.verdict == "pass" and not codes(honest), (honest.integrity.findings, honest.timing)
+    batch = honest.timing.batch
+    assert batch is not None, honest.timing
+    if "CPU time" not in honest.timing.method and batch.speedup:
+        assert batch.speedup_beside and batch.reference_alone_ms, honest.timing
+        assert "timing_eager_batches_alone" in honest.stage_seconds, honest.stage_seconds
 
 
 def test_a_room_that_works_while_not_asked_earns_no_speedup():
@@ -993,6 +1038,34 @@ def test_gpu_forged_event_times(clean_honest):
         assert r.timing.candidate.median_ms > 0.3 * r.timing.eager.median_ms, r.timing
         assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.6, r.speedup_vs_eager
     assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("duty", ["0.3", "0.6"])
+def test_gpu_a_room_keeping_the_gpu_busy_beside_eagers_batches_gains_nothing(duty, clean_honest):
+    """CUDA: a room doing eager's own 1024x1024 matmul, its CUDA events forged at half (2x claimed),
+    that keeps the GPU busy from a sleeping thread whenever it is not running its own calls back to
+    back: eager's batches beside it are slowed (the contexts take turns), and with them the speedup
+    its claim is checked against (forged claims of 1.67x and 2x stood on an H100 before eager's
+    batches were timed again once its room is gone)."""
+    source = attack_source("atk_busy_beside", forged="0.5", threads="1", duty=duty, spin_us="1000")
+    before = Storage()
+    r = judge(source, ref="attacks/gpu_ref_mm", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.5, (r.speedup_vs_eager, r.timing)
+    assert_contained(r, source, before, clean_honest)
+
+
+@pytest.mark.gpu
+def test_gpu_an_honest_faster_matmul_keeps_its_speedup():
+    """No false alarm where eager's batches are timed again alone: a matmul done once against a
+    reference doing it twice (kernels of tens of microseconds, timed in batches too) keeps the
+    speedup its room measured, about 2x."""
+    r = judge((PROGRAMS / "gpu_cand_mm.py").read_text(), ref="gpu_ref_mm_twice", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert "timing_contradicted" not in codes(r), (r.integrity.findings, r.timing)
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager > 1.5, (r.speedup_vs_eager, r.timing)
 
 
 @pytest.mark.gpu

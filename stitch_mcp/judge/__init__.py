@@ -22,7 +22,8 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
                each call (and its own work between calls) and rejects room times it contradicts;
                some timed outputs are checked; where eager beside the candidate is slower than
                the task's clean time, the reference's room is timed again alone once the
-               candidate's room has ended; torch.compile's baseline comes from the task's cache or
+               candidate's room has ended, and so are eager's batches where they confirmed a
+               speedup; torch.compile's baseline comes from the task's cache or
                the baseline worker (check.py), else is timed here once the rooms have ended
                                                                                  (judge/timing.py)
 
@@ -54,10 +55,12 @@ from stitch_mcp.judge.prepare import (
 from stitch_mcp.judge.timing import (
     baselines,
     batch_bracket,
+    batches_speed_up,
     check_timed_outputs,
     cpu_batches,
     door_allowance,
     eager_agrees,
+    eager_batches_alone,
     judge_times,
     needs_compile_timed,
     needs_cpu_batches,
@@ -178,13 +181,19 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             lap("timing_batches")
         res["findings"] += room.process_findings()
         alone = None
-        if eager_agrees(spec, res, timed):
+        agrees, retime = eager_agrees(spec, res, timed), batches_speed_up(timed, batches, p.device)
+        if agrees and not retime:
             closing = _start_closing([room, reference])
         else:
             room.close()  # from here on nothing of the candidate runs
-            stage("timing", what="eager alone")
-            alone = time_alone(p, reference, len(timed.reference.room_ms) // 2, timed.cpu_clock)
-            lap("timing_eager_alone")
+            if retime:
+                stage("timing", what="eager's batches alone")
+                batches = eager_batches_alone(p, reference, timed, batches)
+                lap("timing_eager_batches_alone")
+            if not agrees:
+                stage("timing", what="eager alone")
+                alone = time_alone(p, reference, len(timed.reference.room_ms) // 2, timed.cpu_clock)
+                lap("timing_eager_alone")
             closing = _start_closing([reference])
     try:
         judge_times(res, p, timed, batches)

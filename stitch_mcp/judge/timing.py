@@ -12,6 +12,7 @@ harness costs a call, which a room can skip (skippable_harness_ms).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import secrets
@@ -231,6 +232,12 @@ class Batches:
     # on the judge's clock, each room's larger batch over its calls, round trip and all (_gpu_batch_bound)
     candidate_whole_ms: float = 0.0
     reference_whole_ms: float = 0.0
+    # eager's lanes timed again once the candidate's room was gone (eager_batches_alone): per call,
+    # its calls and its copies, and the speedup the batches showed with its lanes beside that room
+    reference_alone_ms: float | None = None
+    copy_alone_ms: float | None = None
+    speedup_beside: float | None = None
+    slots: dict = field(default_factory=dict, repr=False, compare=False)  # the batches' buffers, for that
 
 
 def _door_ms(t: Timed) -> float:
@@ -270,7 +277,43 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
         _batch_rounds(p, rooms, t, buffers, flush, walls, idle)
         batches = _per_call(walls, k, idle, door)
     batches.busy_host = _host_busy()
+    batches.slots = buffers[0]
     return batches
+
+
+def batches_speed_up(t: Timed, bb: Batches | None, device: str) -> bool:
+    """Whether the batches confirmed a speedup over eager: then eager_batches_alone, once the
+    candidate's room is gone."""
+    return "speedup" in batch_bound(t, bb, device)[2]
+
+
+def eager_batches_alone(p: Prepared, reference: RoomClient, t: Timed, bb: Batches) -> Batches:
+    """Eager's lanes of the batches (its calls, its copies) timed again for BATCH_ROUNDS rounds once
+    the candidate's room is gone, as eager's single calls are (time_alone); _eager_forward takes the
+    lower of the two. A room that keeps the GPU busy while eager's batches run (contexts take turns
+    on it; kernels queued from a thread that sleeps cost it little CPU) slowed them, and with them
+    the speedup its claim is checked against: forged claims of 1.67x and 2x stood where the room ran
+    eager's own matmul (H100, 2026-11-27). Its own lanes are not timed again; the speedup the
+    batches showed with eager's lanes beside it stays in `speedup_beside`."""
+    flush = p.torch.empty(L2_FLUSH_BYTES // 4, dtype=p.torch.int32, device=p.device) if p.device == "cuda" else None
+    walls: dict[tuple[str, int], list[float]] = {}
+    k = bb.calls
+    _batch_rounds(p, {"reference": reference}, t, (bb.slots, k), flush, walls, [0.0, 0.0])
+    alone = {lane: (min(walls[(lane, k)]) - min(walls[(lane, k // 4)])) / (k - k // 4) for lane in ("reference", "copy")}
+    return dataclasses.replace(bb, reference_alone_ms=alone["reference"], copy_alone_ms=alone["copy"],
+                               speedup_beside=batch_bound(t, bb, p.device)[2].get("speedup"))
+
+
+def _eager_forward(bb: Batches) -> tuple[float, float]:
+    """Eager's forward per call in batches, and the copies' cost a candidate's forward there is
+    measured beyond. Where eager's lanes were also timed alone (eager_batches_alone), each phase's
+    forward is its calls less its own copies, and the lower forward and the lower copies stand: a
+    room that slowed eager's calls beside it gains nothing by it, nor one that slowed eager's copies
+    (which would shrink its own forward, its lane less theirs)."""
+    forward, copy = bb.reference_ms - bb.copy_ms, bb.copy_ms
+    if bb.reference_alone_ms is not None and bb.copy_alone_ms is not None:
+        forward, copy = min(forward, bb.reference_alone_ms - bb.copy_alone_ms), min(copy, bb.copy_alone_ms)
+    return forward, copy
 
 
 # On the CPU clock, a candidate's door (being told a call, answering it) runs in its own process,
@@ -435,16 +478,18 @@ def _batch_rounds(p: Prepared, rooms: dict[str, RoomClient], t: Timed, buffers: 
                   walls: dict[tuple[str, int], list[float]], idle: list[float]) -> None:
     """BATCH_ROUNDS rounds of batches of k/4 and k calls, each room in turn, into `walls`; the CPU
     the candidate's room used while not asked anything, and how long that was, added to `idle`
-    (IDLE_CPU_SHARE)."""
+    (IDLE_CPU_SHARE). Without a candidate in `rooms`, eager's lanes alone."""
     slots, k = buffers
-    used = rooms["candidate"].cpu_meter()
+    used = rooms["candidate"].cpu_meter() if "candidate" in rooms else None
     for _ in range(BATCH_ROUNDS):
         for n in (k // 4, k):
-            cpu_from, wall_from = used(), time.perf_counter()
+            cpu_from, wall_from = used and used(), time.perf_counter()
             calls, _ = _batch_calls(p, *slots["reference"], n)
             walls.setdefault(("reference", n), []).append(_run_batch(p, rooms["reference"], Batch(calls=calls), flush))
             walls.setdefault(("copy", n), []).append(
                 _run_batch(p, rooms["reference"], Batch(calls=calls, forward=False), flush))
+            if used is None:  # eager's lanes alone (eager_batches_alone)
+                continue
             calls, seeds = _batch_calls(p, *slots["candidate"], n)
             idle[0] += (used() - cpu_from) * 1e3
             idle[1] += (time.perf_counter() - wall_from) * 1e3
@@ -535,11 +580,14 @@ def batch_bound(t: Timed, bb: Batches | None, device: str) -> tuple[float, bool,
         return 0.0, False, {}
     info: dict[str, Any] = {"calls": bb.calls, "candidate_ms": bb.candidate_ms, "reference_ms": bb.reference_ms,
                             "copy_ms": bb.copy_ms, "copy_spread_ms": bb.copy_spread_ms, "busy_host": bb.busy_host,
-                            "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms}
+                            "idle_cpu_ms": bb.idle_cpu_ms, "idle_wall_ms": bb.idle_wall_ms,
+                            "reference_alone_ms": bb.reference_alone_ms, "copy_alone_ms": bb.copy_alone_ms,
+                            "speedup_beside": bb.speedup_beside}
     a_room, b_room = statistics.median(t.reference.room_ms), statistics.median(t.candidate.room_ms)
     if device == "cuda":
         return _gpu_batch_bound(a_room, b_room, bb, info)
-    a_fwd, b_fwd = bb.reference_ms - bb.copy_ms, bb.candidate_ms - bb.copy_ms
+    a_fwd, copy = _eager_forward(bb)
+    b_fwd = bb.candidate_ms - copy
     if a_fwd < 0.1 * bb.reference_ms:  # forward lost in the room's own overhead: says nothing
         info["note"] = "not used: forward is too short beside the room's own work per call on this host"
         return 0.0, False, info
@@ -583,13 +631,12 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     bring its forward there down to its real one less the copies' cost and the round-trip allowance
     (28-175 us and 20-30 us a call on H100 hosts), so a kernel no longer than those gains up to what
     it claims. A window without the telling would leave it far less to skip (needs inputs a room
-    cannot read before the clock; not tried). Also open: a room that keeps the GPU busy while eager's
-    batches run (the contexts take turns) raises eager's forward there, up to host_bound, and with
-    it the speedup it is checked against; eager's batches timed again once the candidate's room is
-    gone, as eager's single calls are, would undo that (not tried)."""
+    cannot read before the clock; not tried). A room that keeps the GPU busy while eager's batches
+    run (the contexts take turns) raises eager's forward there, and with it the speedup its claim is
+    checked against: eager_batches_alone times eager's lanes again once it is gone."""
     round_trip = bb.reference_whole_ms - bb.reference_ms  # eager's, per call of its larger batch
-    a_fwd = bb.reference_ms - bb.copy_ms
-    b_fwd = max(bb.candidate_ms, bb.candidate_whole_ms - (1 + DOOR_SPREAD) * round_trip) - bb.copy_ms
+    a_fwd, copy = _eager_forward(bb)
+    b_fwd = max(bb.candidate_ms, bb.candidate_whole_ms - (1 + DOOR_SPREAD) * round_trip) - copy
     grain = _grain(bb)
     verified = a_fwd / max(b_fwd, 1e-9)
     claimed = a_room / b_room if b_room > 0 else math.inf
@@ -600,7 +647,7 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
             f"eager's own forward took {a_fwd:.4f} ms a call there against its kernel's {a_room:.4f} ms: at calls "
             "this short (or on a host this busy), batches time host work, not kernels" if info["host_bound"] else "")
     if not lost and claimed > BATCH_SLACK * verified:
-        leeway = (a_fwd + grain) / max(bb.candidate_ms - bb.copy_ms - grain, 1e-9)
+        leeway = (a_fwd + grain) / max(bb.candidate_ms - copy - grain, 1e-9)
         if claimed <= BATCH_SLACK * leeway:
             lost = f"its calls back to back were {verified:.2f}x eager's, not {claimed:.2f}x, within their noise"
         elif b_fwd <= GPU_DISPATCH_MS:
