@@ -163,13 +163,13 @@ class BatchTiming(BaseModel):
                             "average): on a CPU a forward must then be a tenth of its batch call to count")
     speedup: float | None = Field(None, description="over the reference, forward alone, on the judge's clock (on "
                                   "the CPU clock: with no gain credited within harness_ms)")
-    reference_alone_ms: float | None = Field(None, description="where the batches showed a speedup: per call, the "
+    reference_alone_ms: float | None = Field(None, description="where the batches checked the claim: per call, the "
                                              "reference's room timed again in batches once the candidate's room was "
-                                             "gone (the lower forward of the two times stands)")
+                                             "gone; speedup is the lower of the batches read with either phase")
     copy_alone_ms: float | None = Field(None, description="the same for its copies")
-    speedup_beside: float | None = Field(None, description="the speedup in batches from the reference's batches "
-                                         "beside the candidate's room only, before they were timed again: a room "
-                                         "that slowed them gains nothing by it")
+    speedup_beside: float | None = Field(None, description="the speedup in batches read with the reference's "
+                                         "batches beside the candidate's room only: a room that slowed them gains "
+                                         "nothing by it")
     harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the reference's harness (a "
                                      "module call, what wraps forward, the loop, the copy into the judge's buffer, and "
                                      "the batch's fixed cost over its calls) a candidate's room could skip doing the "

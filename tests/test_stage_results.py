@@ -112,7 +112,7 @@ def test_the_judges_timing_on_a_gpu_validates():
     batches, a contradicted time), made by the judge's own code from made-up times."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Batches, Lane, Timed, judge_times
+    from stitch_mcp.judge.timing import Batches, EagerLanes, Lane, Timed, judge_times
 
     def lane(room_ms: float, wall_ms: float) -> Lane:
         return Lane(room_ms=[room_ms] * 20, wall_ms=[wall_ms + 0.001 * i for i in range(20)],
@@ -123,9 +123,11 @@ def test_the_judges_timing_on_a_gpu_validates():
     judge_times(res, SimpleNamespace(device="cuda"), timed, Batches(calls=256, candidate_ms=0.05,
                                                                     reference_ms=0.06, copy_ms=0.01,
                                                                     candidate_whole_ms=0.051,
-                                                                    reference_whole_ms=0.061))
+                                                                    reference_whole_ms=0.061,
+                                                                    alone=EagerLanes(0.058, 0.01, 0.059),
+                                                                    speedup_beside=1.0))
     res["timing"].update(floor_ms=0.001, floor_bound="memory", floor_note="memory-bound: 8 KiB at 3.35 TB/s",
                          floor_bytes=8192)  # ceilings.timing_floors's fields
     result = RunStageResult.model_validate(res)
-    assert result.timing.batch is not None and result.timing.batch.speedup
+    assert result.timing.batch is not None and result.timing.batch.speedup and result.timing.batch.reference_alone_ms
     assert {f.code for f in result.findings} == {"timing_contradicted"}

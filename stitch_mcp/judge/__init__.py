@@ -22,8 +22,8 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
                each call (and its own work between calls) and rejects room times it contradicts;
                some timed outputs are checked; where eager beside the candidate is slower than
                the task's clean time, the reference's room is timed again alone once the
-               candidate's room has ended, and so are eager's batches where they confirmed a
-               speedup; torch.compile's baseline comes from the task's cache or
+               candidate's room has ended, and so are eager's batches where they checked the
+               candidate's claim; torch.compile's baseline comes from the task's cache or
                the baseline worker (check.py), else is timed here once the rooms have ended
                                                                                  (judge/timing.py)
 
@@ -55,7 +55,7 @@ from stitch_mcp.judge.prepare import (
 from stitch_mcp.judge.timing import (
     baselines,
     batch_bracket,
-    batches_speed_up,
+    batches_verified,
     check_timed_outputs,
     cpu_batches,
     door_allowance,
@@ -181,14 +181,14 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             lap("timing_batches")
         res["findings"] += room.process_findings()
         alone = None
-        agrees, retime = eager_agrees(spec, res, timed), batches_speed_up(timed, batches, p.device)
-        if agrees and not retime:
+        agrees, verified = eager_agrees(spec, res, timed), batches_verified(timed, batches, p.device)
+        if agrees and verified is None:
             closing = _start_closing([room, reference])
         else:
             room.close()  # from here on nothing of the candidate runs
-            if retime:
+            if verified is not None:
                 stage("timing", what="eager's batches alone")
-                batches = eager_batches_alone(p, reference, timed, batches)
+                batches = eager_batches_alone(p, reference, timed, batches, verified)
                 lap("timing_eager_batches_alone")
             if not agrees:
                 stage("timing", what="eager alone")

@@ -33,9 +33,9 @@ class RoomBuffers:
     them in again. On a GPU both rooms map one set: no importer can take pages from an allocation
     of the CUDA driver's, and memory is what limits the largest tasks there (gpu_memory.COPIES). A
     room that writes into the reference's inputs while it runs slows eager's single calls beside
-    it, which the reference's room timed alone undoes (judge.timing.eager_agrees), as it does for
-    eager's batches (judge.timing.eager_batches_alone). Each room's own buffers rely on the rooms'
-    own uids (a room at sandbox level "none" can open another process's descriptors through /proc)."""
+    it, which the reference's room timed alone undoes (judge.timing.eager_agrees); eager's batches
+    on the judge's clock are timed alone too where they checked the candidate's claim
+    (judge.timing.eager_batches_alone). Each room's own buffers rely on the rooms' own uids (a room at sandbox level "none" can open another process's descriptors through /proc)."""
 
     arena: Arena
     inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input
