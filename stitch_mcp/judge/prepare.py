@@ -35,7 +35,8 @@ class RoomBuffers:
     room that writes into the reference's inputs while it runs slows eager's single calls beside
     it, which the reference's room timed alone undoes (judge.timing.eager_agrees); eager's batches
     on the judge's clock are timed alone too where they checked the candidate's claim
-    (judge.timing.eager_batches_alone). Each room's own buffers rely on the rooms' own uids (a room at sandbox level "none" can open another process's descriptors through /proc)."""
+    (judge.timing.eager_batches_alone). Each room's own buffers rely on the rooms' own uids (a room
+    at sandbox level "none" can open another process's descriptors through /proc)."""
 
     arena: Arena
     inputs: list[Any] = field(default_factory=list)  # [(spec, view) | None] per flattened input

@@ -673,7 +673,8 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     only where both contradict it, as an honest room on a host whose work per call drifted between
     the phases could be otherwise (eager's copies 75 us a call beside it, 41 alone, on an H100)."""
     grain = _grain(bb)
-    readings = sorted((_gpu_reading(a_room, bb, eager, grain) for eager in _eager_phases(bb)), key=lambda r: r.verified)
+    readings = sorted((_gpu_reading(a_room, bb, eager, grain) for eager in _eager_phases(bb)),
+                      key=lambda reading: reading.verified)
     low, high = readings[0], readings[-1]
     claimed = a_room / b_room if b_room > 0 else math.inf
     info.update(whole_ms=bb.candidate_whole_ms, host_bound=any(r.host_bound for r in readings))
