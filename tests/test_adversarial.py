@@ -758,18 +758,24 @@ def test_on_a_gpu_a_slowed_door_does_not_lift_the_cap():
     contexts take turns on it) slows eager's calls on the judge's clock but not eager's own time, so
     eager's door, and with it the bracket's allowance, grows; with no check from the batches, the
     bracket then put any claim within reach (6x for eager's own relu). On a GPU such a room gets no
-    speedup over eager however its bracket looks; a faster door of its own gains nothing either."""
+    speedup over eager however its bracket looks; a faster door of its own gains nothing either. Nor
+    where eager timed alone, once its room is gone, comes out lower than beside it: the cap follows
+    eager's lower time (a second red-team reading found it re-capped there on the CPU's terms, 6x)."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Batches, judge_times
+    from stitch_mcp.judge.timing import Batches, Lane, baselines, judge_times
 
-    for ref_wall, cand_wall in ((0.40, 0.40), (1.0, 0.40), (0.40, 0.15)):
+    p = SimpleNamespace(device="cuda")
+    for ref_wall, cand_wall in ((0.40, 0.40), (1.0, 0.40), (0.40, 0.15), (0.8, 0.40)):
         res = {"findings": [], "checks_run": []}
         batches = Batches(256, 0.0586, 0.0586, 0.0504, copy_spread_ms=0.002, candidate_whole_ms=0.0590,
                           reference_whole_ms=0.0590)
-        judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(0.004224, ref_wall, 0.0007, cand_wall), batches)
+        judge_times(res, p, _short_lanes(0.004224, ref_wall, 0.0007, cand_wall), batches)
         assert res["timing"]["batch"]["unverified"], res["timing"]["batch"]
         assert res["timing"]["candidate"]["median_ms"] >= 0.004224, (ref_wall, cand_wall, res["timing"])
+        baselines({}, res, p, None, Lane(room_ms=[0.0042] * 10))
+        assert res["timing"]["eager"]["median_ms"] == 0.0042
+        assert res["timing"]["candidate"]["median_ms"] >= 0.0042, (ref_wall, cand_wall, res["timing"])
 
 
 def test_zero_room_time_of_a_short_call_is_replaced():

@@ -662,9 +662,11 @@ def _gpu_batch_bound(a_room: float, b_room: float, bb: Batches, info: dict[str, 
     bring its forward there down to its real one less the copies' cost and the round-trip allowance
     (28-175 us and 20-30 us a call on H100 hosts), so a kernel no longer than those gains up to what
     it claims. A window without the telling would leave it far less to skip (needs inputs a room
-    cannot read before the clock; not tried). Also open: with eager's lanes as they are, a room that
-    pads its smaller batches gets a claim up to about 1.8x through on a 64 us matmul (its whole batch
-    less eager's round trip still allows that much, within BATCH_SLACK; a red-team reading).
+    cannot read before the clock; not tried). Also open (red-team readings of H100 lanes, not run):
+    a room that pads its smaller batches gets a claim of 1.5-2x through on eager's own 64 us matmul
+    (its whole batch less 1.5 times eager's round trip, then BATCH_SLACK on that); and a kernel
+    slower than eager's, whose room makes the batches say nothing (slowing eager's batches beside
+    it until host_bound), is credited at eager's time, 1.0x, where the batches would have named it.
     A room that keeps the GPU busy while eager's batches run (the contexts take turns) raises eager's
     forward there, or, slowing only eager's smaller batches, its round trip: eager_batches_alone
     times eager's lanes again once it is gone, and each reading (_gpu_reading, with eager's lanes of
@@ -1171,7 +1173,7 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
             elif batch.get("room_ms") and batch.get("unverified"):  # capped as in judge_times, at eager's new time
                 bracket = timing["bracket"]
                 _rescale(cand, _unseen_capped(batch["room_ms"], bracket["candidate_ms"], bracket["noise_ms"],
-                                              alone_stats["median_ms"]), cand["median_ms"])
+                                              alone_stats["median_ms"], p.device), cand["median_ms"])
     if not spec.get("compare_compile"):
         return
     base = (spec.get("baselines_by_device") or {}).get(res.get("device", ""))
