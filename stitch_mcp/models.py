@@ -205,6 +205,8 @@ class TimingReport(BaseModel):
     device: str = ""
     candidate: TimingStats | None = None
     eager: TimingStats | None = None
+    eager_note: str = Field("", description="where eager timed alone, once the candidate's room was gone, was lower "
+                            "than beside it: that time is the one used")
     compiled: TimingStats | None = None
     compile_note: str = ""
     floor_ms: float | None = Field(None, description="bytes the task must move / memory bandwidth")

@@ -109,10 +109,13 @@ def test_stored_baselines_of_an_earlier_version_reach_the_judge_as_it_types_them
 
 def test_the_judges_timing_on_a_gpu_validates():
     """What only a GPU run writes (CUDA-event timing, calls too short for the bracket timed in
-    batches, a contradicted time), made by the judge's own code from made-up times."""
+    batches, a contradicted time, eager timed alone and lower), made by the judge's own code from
+    made-up times; the check's report says which eager time it used."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Batches, EagerLanes, Lane, Timed, judge_times
+    from stitch_mcp.check import _fill_timing
+    from stitch_mcp.judge.timing import Batches, EagerLanes, Lane, Timed, baselines, judge_times
+    from stitch_mcp.models import CheckReport
 
     def lane(room_ms: float, wall_ms: float) -> Lane:
         return Lane(room_ms=[room_ms] * 20, wall_ms=[wall_ms + 0.001 * i for i in range(20)],
@@ -126,8 +129,12 @@ def test_the_judges_timing_on_a_gpu_validates():
                                                                     reference_whole_ms=0.061,
                                                                     alone=EagerLanes(0.058, 0.01, 0.059),
                                                                     speedup_beside=1.0))
+    baselines({}, res, SimpleNamespace(device="cuda"), None, lane(0.045, 0.08))
     res["timing"].update(floor_ms=0.001, floor_bound="memory", floor_note="memory-bound: 8 KiB at 3.35 TB/s",
                          floor_bytes=8192)  # ceilings.timing_floors's fields
     result = RunStageResult.model_validate(res)
     assert result.timing.batch is not None and result.timing.batch.speedup and result.timing.batch.reference_alone_ms
     assert {f.code for f in result.findings} == {"timing_contradicted"}
+    report = CheckReport()
+    _fill_timing(report, result.timing, "cuda")
+    assert report.timing.eager.median_ms == pytest.approx(0.045) and "alone" in report.timing.eager_note
