@@ -677,6 +677,8 @@ def _summary(report: CheckReport) -> str:
             if t.floor_fraction is not None:
                 parts.append(f"{t.floor_fraction:.0%} of its {t.floor_bound or 'memory'}-bound roofline floor")
             lines.append("Timing: " + "; ".join(parts) + ".")
+            if t.eager_note:  # a speedup lower than the rooms' interleaved times show: say why
+                lines.append(f"Eager: {t.eager_note}.")
             if t.harness_withheld:
                 lines.append(f"On this CPU clock a gain over eager within what the harness costs a call "
                              f"({t.harness_ms or 0:.3g} ms, which a room can skip) is not credited: the speedup "

@@ -170,6 +170,19 @@ def test_no_gain_shown_where_calls_are_too_short_to_check_says_so(ws):
     assert not any("not faster than eager" in x for x in r.reasons)
 
 
+def test_the_summary_says_which_eager_time_was_used():
+    """Eager timed alone once the candidate's room was gone, and lower than beside it, is the one
+    used: the summary says so (a speedup lower than the interleaved times showed is not a mystery)."""
+    from stitch_mcp.check import _summary
+    from stitch_mcp.models import TimingReport, TimingStats
+
+    stats = TimingStats(median_ms=1.2, iqr_ms=0.01, cv=0.01, min_ms=1.1, calls=50)
+    note = "eager timed 1.5 ms beside the candidate and 1.2 ms alone; the lower is used"
+    assert f"Eager: {note}." in _summary(check(eager=1.0, compiled=None,
+                                               timing=TimingReport(candidate=stats, eager=stats, eager_note=note)))
+    assert "Eager:" not in _summary(check(eager=1.0, compiled=None, timing=TimingReport(candidate=stats, eager=stats)))
+
+
 def test_compile_not_timed_does_not_block_accept(ws):
     task = ws.add_task(RELU_REF)
     c = submit(ws, task, IMPROVED, check(eager=1.2, compiled=None))
