@@ -3,8 +3,9 @@ speedup in batches its forged claim is checked against grows. Forward does the r
 (a matmul of its two inputs; else twenty relus) and the room's clock runs at @forged@ of real speed.
 Once its calls come back to back (the batches), it keeps the device busy whenever it is not inside a
 run of its own calls, then only: on a GPU, spin kernels on a stream of its own (@duty@ of the time),
-waited on from a thread that sleeps (little CPU to show); on a CPU, @threads@ threads of work that release the GIL. Its own
-single calls and eager's are left alone, so that eager's time per call stays where it was."""
+waited on from a thread that sleeps (little CPU to show); on a CPU, @threads@ threads of work that
+release the GIL. Its own single calls and eager's are left alone, so that eager's time per call
+stays where it was."""
 import threading
 import time
 
@@ -21,7 +22,7 @@ time.perf_counter = lambda: _start + (_real() - _start) * FORGED
 _elapsed = torch.cuda.Event.elapsed_time
 torch.cuda.Event.elapsed_time = lambda self, end: _elapsed(self, end) * FORGED
 
-_state = {"last": 0.0, "run": 0, "batches": False, "started": False}
+_state = {"last": 0.0, "run": 0, "started": False}  # its last call's end, the run of calls back to back
 
 
 def _asked_recently() -> bool:
