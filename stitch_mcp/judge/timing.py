@@ -238,6 +238,11 @@ class Batches:
     # each room's batch slots ({room: (inputs, outputs)}), for eager_batches_alone
     slots: dict[str, tuple[list, list]] = field(default_factory=dict, repr=False, compare=False)
 
+    @property
+    def beside(self) -> EagerLanes:
+        """Eager's lanes as timed beside the candidate's room."""
+        return EagerLanes(self.reference_ms, self.copy_ms, self.reference_whole_ms)
+
 
 @dataclass
 class EagerLanes:
@@ -259,7 +264,7 @@ class EagerLanes:
 
 def _eager_phases(bb: Batches) -> list[EagerLanes]:
     """Eager's lanes beside the candidate's room, and alone where they were timed again."""
-    return [EagerLanes(bb.reference_ms, bb.copy_ms, bb.reference_whole_ms)] + ([bb.alone] if bb.alone else [])
+    return [bb.beside] + ([bb.alone] if bb.alone else [])
 
 
 def _door_ms(t: Timed) -> float:
@@ -327,7 +332,7 @@ def eager_batches_alone(p: Prepared, reference: RoomClient, t: Timed, bb: Batche
         lowest = {key: min(times) for key, times in walls.items()}
         alone = EagerLanes(_lane_per_call(lowest, "reference", k), _lane_per_call(lowest, "copy", k),
                            lowest[("reference", k)] / k)
-        if alone.forward_ms >= 0.5 * (bb.reference_ms - bb.copy_ms):
+        if alone.forward_ms >= 0.5 * bb.beside.forward_ms:
             break
     return dataclasses.replace(bb, alone=alone, speedup_beside=speedup_beside)
 
