@@ -153,7 +153,11 @@ class BatchTiming(BaseModel):
     calls on the judge's clock (stitch_mcp.judge.timing, BATCH_MS)."""
 
     calls: int = Field(description="calls in the larger batch")
-    candidate_ms: float = Field(description="per call, the candidate's room (lowest of the rounds)")
+    rounds: int | None = Field(None, description="rounds of batches (each size, each room); on the CPU clock spread "
+                               "over a second or more and taken at their 10th percentile, as a loaded host slows "
+                               "memory-bound work for stretches of about a second")
+    candidate_ms: float = Field(description="per call, the candidate's room (lowest of the rounds; on the CPU clock "
+                                "their 10th percentile)")
     reference_ms: float = Field(description="per call, the reference's room")
     copy_ms: float = Field(description="per call, everything but forward (being told the calls, copying "
                            "outputs, the loop)")

@@ -19,6 +19,7 @@ from stitch_mcp.check import compile_and_check, trial_plan
 from stitch_mcp.config import configure, get_settings
 from stitch_mcp.errors import UserError
 from stitch_mcp.jobs import Progress
+from stitch_mcp.judge import timing
 from stitch_mcp.store import get_workspace
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -101,6 +102,10 @@ def test_honest_torch_candidate_passes_with_timing():
     assert ("one core" in r.timing.method) == on_cpu_clock, r.timing.method
     assert {"input_mutation", "unwritten_output", "timed_outputs",
             "timing_cpu_clock" if on_cpu_clock else "timing_bracket"} <= set(r.integrity.checks_run)
+    if on_cpu_clock and r.timing.batch is not None:  # calls this short: batches, in rounds spread over a while
+        rounds, spent = r.timing.batch.rounds, r.stage_seconds["timing_batches"]
+        assert rounds >= timing.BATCH_ROUNDS, r.timing.batch
+        assert rounds == timing.CPU_BATCH_MAX_ROUNDS or spent >= timing.CPU_BATCH_SPAN_S, (rounds, spent)
     assert r.isolation, "the report says how the candidate's room was isolated"
     assert r.route is not None
     stored = get_workspace().latest_report("check", candidate_id=r.candidate_id)

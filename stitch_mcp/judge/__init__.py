@@ -180,11 +180,15 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
         res["findings"] += room.process_findings()
-        alone = None
+        alone = candidate_alone = None
         agrees, verified = eager_agrees(spec, res, timed), batches_verified(timed, batches, p.device)
         if agrees and verified is None:
             closing = _start_closing([room, reference])
         else:
+            if timed.cpu_clock and timed.cpu_batches is None and not agrees:  # eager alone next: the candidate too
+                stage("timing", what="the candidate alone")
+                candidate_alone = time_alone(p, room, len(timed.candidate.room_ms) // 2, True, sampled=timed)
+                lap("timing_candidate_alone")
             room.close()  # from here on nothing of the candidate runs
             if verified is not None:
                 stage("timing", what="eager's batches alone")
@@ -205,7 +209,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         physical_floor(res, p, timed, spec)
         if needs_compile_timed(spec, res):
             closing.join()  # torch.compile is timed with no room alive
-        baselines(spec, res, p, stage, alone)
+        baselines(spec, res, p, stage, alone, candidate_alone)
         if timed.cpu_clock:
             settle_cpu_clock(res)
         lap("timing_baselines")
