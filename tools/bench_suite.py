@@ -11,7 +11,8 @@ GPU run can be split over several commands that each fit a time limit):
   handshake  spawn `stitch-mcp serve` -> tools/list over stdio (tools/bench_handshake.py)
   check      compile_and_check cold / changed candidate / already built, per task, split by stage
              (tools/bench_check.py, in a fresh cache and workspace)
-  repeat     the same candidate 5 times (fresh workspace each, so eager is re-timed too): spread and
+  repeat     each repeat pair's candidate 5 times (fresh workspace each, so eager is re-timed too; on a
+             CPU eager's relu against a C++ loop, and a millisecond of matmul and tanh): spread and
              coefficient of variation of the speedup (--busy N: beside N busy loops, a loaded host); on GPU also the reported time against Nsight
              Compute's gpu__time_duration (profile_kernel)
   search     search_cuda_docs build, cold first query, warm p50/p95, hit@5 (tools/bench_search.py)
@@ -110,7 +111,8 @@ def cpu_problems(work: Path) -> dict[str, Path]:
         for c in cs:
             shutil.copy(PROGRAMS / f"{c}.py", cands / name / f"{c}.py")
     return {"check": check, "batch": probs, "batch_candidates": cands,
-            "repeat_ref": PROGRAMS / "ref_relu.py", "repeat_cand": PROGRAMS / "cand_relu_cpp.py"}
+            "repeat_pairs": [(PROGRAMS / "ref_relu.py", PROGRAMS / "cand_relu_cpp.py"),  # eager's harness dominates
+                             (PROGRAMS / "ref_mm_tanh.py", PROGRAMS / "cand_mm_tanh.py")]}  # a millisecond of compute
 
 
 GPU_BATCH = {  # problem name -> (KernelBench file, candidate sources)
@@ -177,7 +179,7 @@ def gpu_problems() -> dict[str, Path]:
         raise SystemExit(f"{GPU_DIR} is missing: run `python tools/bench_suite.py --gpu --prepare` where KernelBench "
                          "is and carry .gpu")
     return {"check": GPU_DIR / "check", "batch": GPU_DIR / "batch", "batch_candidates": GPU_DIR / "batch_candidates",
-            "repeat_ref": GPU_DIR / "check" / "relu_ref.py", "repeat_cand": GPU_DIR / "check" / "relu_cand.py"}
+            "repeat_pairs": [(GPU_DIR / "check" / "relu_ref.py", GPU_DIR / "check" / "relu_cand.py")]}
 
 
 # ------------------------------------------------------------------ parts
@@ -248,31 +250,38 @@ def part_check(ctx) -> dict:
 
 
 def part_repeat(ctx, calls: int = 5) -> dict:
-    from stitch_mcp.check import compile_and_check
-    from stitch_mcp.config import configure
-
-    ref, cand = str(ctx["problems"]["repeat_ref"]), str(ctx["problems"]["repeat_cand"])
-    rows = []
+    """Each pair's candidate `calls` times; the first pair's figures at the top level (as before
+    there were several pairs), the others under `others`."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ctx["busy"])]
     try:  # a loaded host: the checks run beside `--busy` processes that never stop computing
-        for i in range(calls):
-            configure(data_dir=str(ctx["work"] / f"repeat-data-{i}"))  # fresh workspace: eager re-timed too
-            r = compile_and_check(reference=ref, candidate=cand, timing=True, compare_compile=False)
-            rows.append({"verdict": r.verdict, "speedup_vs_eager": r.speedup_vs_eager,
-                         "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
-                         "candidate_cv": r.timing.candidate.cv if r.timing.candidate else None,
-                         "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
-                         "method": r.timing.method, "device": r.device, "stage_seconds": r.stage_seconds})
-            log(f"repeat {i + 1}/{calls}: {r.verdict} speedup {r.speedup_vs_eager}")
+        pairs = [_repeat_pair(ctx, str(ref), str(cand), calls) for ref, cand in ctx["problems"]["repeat_pairs"]]
     finally:
         for proc in busy:
             proc.kill()
-    configure(data_dir=str(ctx["work"] / "repeat-data-0"))
+    return {**pairs[0], "others": pairs[1:]}
+
+
+def _repeat_pair(ctx, ref: str, cand: str, calls: int) -> dict:
+    from stitch_mcp.check import compile_and_check
+    from stitch_mcp.config import configure
+
+    rows = []
+    for i in range(calls):
+        # a fresh workspace: eager re-timed too
+        configure(data_dir=str(ctx["work"] / f"repeat-data-{Path(cand).stem}-{i}"))
+        r = compile_and_check(reference=ref, candidate=cand, timing=True, compare_compile=False)
+        rows.append({"verdict": r.verdict, "speedup_vs_eager": r.speedup_vs_eager,
+                     "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
+                     "candidate_cv": r.timing.candidate.cv if r.timing.candidate else None,
+                     "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
+                     "method": r.timing.method, "device": r.device, "stage_seconds": r.stage_seconds})
+        log(f"repeat {Path(cand).stem} {i + 1}/{calls}: {r.verdict} speedup {r.speedup_vs_eager}")
     out = {"candidate": Path(cand).name, "reference": Path(ref).name, "calls": rows, "busy_loops": ctx["busy"],
            "speedup": stats([r["speedup_vs_eager"] for r in rows]),
            "candidate_ms": stats([r["candidate_ms"] for r in rows]),
            "eager_ms": stats([r["eager_ms"] for r in rows])}
     if ctx["gpu"]:
+        configure(data_dir=str(ctx["work"] / f"repeat-data-{Path(cand).stem}-0"))
         out["ncu"] = _ncu_agreement(ref, cand, out["candidate_ms"].get("median"))
     configure()
     return out
@@ -411,11 +420,11 @@ def render(parts: dict, gpu: bool) -> str:
                      f"{s.get('integrity', 0):.2f} | {s.get('timing', 0):.2f} | "
                      f"{r['speedup_vs_eager'] if r['speedup_vs_eager'] is not None else '-'} |")
         L.append("")
-    r = parts.get("repeat")
-    if r:
+    if parts.get("repeat"):
+        L += ["## Timing repeatability", ""]
+    for r in [parts["repeat"], *parts["repeat"].get("others", [])] if parts.get("repeat") else []:
         sp, cm, em = r["speedup"], r["candidate_ms"], r["eager_ms"]
-        L += ["## Timing repeatability", "",
-              f"{r['candidate']} against {r['reference']}, {len(r['calls'])} calls, each in a fresh workspace "
+        L += [f"{r['candidate']} against {r['reference']}, {len(r['calls'])} calls, each in a fresh workspace "
               f"(eager re-timed every call)" + (f", beside {r['busy_loops']} busy loops" if r.get("busy_loops") else "")
               + f"; method: {r['calls'][0]['method']}.", "",
               "| quantity | median | min | max | max/min | CV |", "|---|---:|---:|---:|---:|---:|"]
