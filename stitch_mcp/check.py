@@ -475,7 +475,8 @@ def _fill_timing(report: CheckReport, t: RunTiming, device: str) -> None:
         return _as(TimingStats, measured) if measured is not None else None
 
     tr = TimingReport(method=t.method, device=device, candidate=stats(t.candidate), eager=stats(t.eager),
-                      eager_note=t.eager_note, compiled=stats(t.compiled), compile_note=t.compile_note, floor_ms=t.floor_ms,
+                      eager_note=t.eager_note, candidate_alone=stats(t.candidate_alone), compiled=stats(t.compiled),
+                      compile_note=t.compile_note, floor_ms=t.floor_ms,
                       floor_bound=t.floor_bound, floor_note=t.floor_note, eager_block_spread=t.eager_block_spread,
                       candidate_block_spread=t.candidate_block_spread, floor_bytes=t.floor_bytes,
                       baselines_cached=t.baselines_cached, batch=_as(BatchTiming, t.batch) if t.batch else None,

@@ -153,10 +153,11 @@ class BatchTiming(BaseModel):
     calls on the judge's clock (stitch_mcp.judge.timing, BATCH_MS)."""
 
     calls: int = Field(description="calls in the larger batch")
-    rounds: int | None = Field(None, description="rounds of batches (each size, each room); on the CPU clock spread "
-                               "over a second or more and taken at their 10th percentile, as a loaded host slows "
-                               "memory-bound work for stretches of about a second")
-    candidate_ms: float = Field(description="per call, the candidate's room (lowest of the rounds; on the CPU clock "
+    rounds: int | None = Field(None, description="rounds of batches (each size, each room); on the CPU clock 5 to "
+                               "40, over about 1.5 s besides the candidate's own batches, each lane read at its 10th "
+                               "percentile round (its lowest below ten), as a loaded host slows memory-bound work "
+                               "for stretches of about a second")
+    candidate_ms: float = Field(description="per call, the candidate's room (from its lowest rounds; on the CPU clock "
                                 "their 10th percentile)")
     reference_ms: float = Field(description="per call, the reference's room")
     copy_ms: float = Field(description="per call, everything but forward (being told the calls, copying "
@@ -211,6 +212,10 @@ class TimingReport(BaseModel):
     eager: TimingStats | None = None
     eager_note: str = Field("", description="where eager timed alone, once the candidate's room was gone, was lower "
                             "than beside it: that time is the one used")
+    candidate_alone: TimingStats | None = Field(None, description="on the CPU clock, where eager was timed alone: the "
+                                                "candidate's room timed alone too, just before it ended; the speedup is "
+                                                "at most 1.15x eager alone's over the candidate's better time, alone "
+                                                "or beside it")
     compiled: TimingStats | None = None
     compile_note: str = ""
     floor_ms: float | None = Field(None, description="bytes the task must move / memory bandwidth")

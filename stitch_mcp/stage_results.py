@@ -120,6 +120,7 @@ class RunTiming(_Strict):
     eager: MeasuredTimes
     eager_note: str = ""  # eager timed alone was lower than beside the candidate
     eager_alone: MeasuredTimes | None = None  # the reference's room timed with no candidate alive: check.py caches it
+    candidate_alone: MeasuredTimes | None = None  # on the CPU clock, the candidate's room timed alone before it ended
     eager_block_spread: float
     candidate_block_spread: float
     bracket: TimingBracket

@@ -501,19 +501,22 @@ def test_batches_run_before_the_judges_clock(program, finding, clean_honest):
 def test_on_the_cpu_clock_batches_carry_their_speedup_over():
     """A room whose single calls cost less than the reference's door and its outputs (a cheaper door
     of its own) is timed at eager's time over its speedup in batches, where the door cancels; so is
-    an honest one, whose single calls pay cold caches after the other room's (each room its own), but
-    no more than CPU_BATCH_LOWERS below its single calls' time."""
+    an honest one whose single calls (0.04 ms, eager's 0.07) show it slower than its batches (their
+    cold caches), but at no more than CPU_BATCH_LOWERS over its single calls' speedup (a room could
+    fuse calls across a batch)."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Batches, judge_times
+    from stitch_mcp.judge.timing import CPU_BATCH_LOWERS, Batches, judge_times
 
-    for cand_cpu, batch_ms, timed_ms in ((0.235, 0.06, 0.07 * 0.06 / 0.06), (0.27, 0.03, 0.04 / 1.1)):
+    for cand_cpu, batch_ms, timed_ms in ((0.235, 0.06, 0.07 * 0.06 / 0.06), (0.27, 0.033, 0.07 * 0.033 / 0.06),
+                                         (0.27, 0.03, 0.04 / (1 + CPU_BATCH_LOWERS))):
         t = _cpu_clock_lanes(cand_cpu, 0.01, 0.005)
         t.cpu_batches = Batches(calls=64, candidate_ms=batch_ms, reference_ms=0.06, copy_ms=0.0)
         res = {"findings": [], "checks_run": []}
         judge_times(res, SimpleNamespace(device="cpu"), t)
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
         assert res["timing"]["batch"]["speedup"] == pytest.approx(0.06 / batch_ms)
+        assert ("fuse calls" in res["timing"]["batch"]["note"]) == (batch_ms == 0.03), res["timing"]["batch"]
     from stitch_mcp.judge.timing import needs_cpu_batches
 
     assert needs_cpu_batches(_cpu_clock_lanes(0.27, 0.025, 0.02)) and not needs_cpu_batches(
@@ -567,16 +570,77 @@ def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand
     """What a room can skip of its harness doing the reference's own work (a module call, what
     wraps forward, the loop, the copy into the judge's buffer, and its share of a batch's fixed
     cost) is not credited as a gain in batches; a gain beyond it keeps the rest, and a slower
-    candidate is as it was. Its single calls' time gives way to eager's over that speedup, down to
-    CPU_BATCH_LOWERS below it."""
-    from stitch_mcp.judge.timing import Batches, _cpu_batch_bound
+    candidate is as it was. The candidate is timed at eager's time over that speedup, down to
+    CPU_BATCH_LOWERS below its single calls' time; `harness_withheld` says where what was withheld
+    set its time."""
+    from stitch_mcp.judge.timing import CPU_BATCH_AGREES, CPU_BATCH_LOWERS, Batches, _cpu_batch_bound
 
-    stats = {"median_ms": 0.095, "iqr_ms": 0.0, "min_ms": 0.095}
+    stats = {"median_ms": 0.095, "iqr_ms": 0.0, "min_ms": 0.095}  # eager's: 0.1
     info = _cpu_batch_bound(stats, 0.1, Batches(calls=32, candidate_ms=cand, reference_ms=ref, copy_ms=harness,
                                                 fixed_ms=fixed))
     assert info["speedup"] == pytest.approx(speedup), info
-    assert info["harness_withheld"] == (cand <= 0 or speedup < ref / cand), info
-    assert stats["median_ms"] == pytest.approx(max(0.1 / speedup, 0.095 / 1.1)) and info["room_ms"] == 0.095, stats
+    timed = max(0.1 / speedup, 0.095 / (1 + CPU_BATCH_LOWERS))
+    assert stats["median_ms"] == pytest.approx(timed), (stats, info)
+    withheld = cand <= 0 or speedup < ref / cand
+    assert info["harness_withheld"] == (withheld and timed == pytest.approx(0.1 / speedup)), info
+    assert ("room_ms" in info) == (timed > (1 + CPU_BATCH_AGREES) * 0.095), info
+
+
+@pytest.mark.parametrize("eager_beside, eager_alone, cand_beside, cand_alone, timed", [
+    (1.0, 0.8, 1.0, 0.8, 0.8),  # honest, the same work: both rooms slower beside each other, 1.0x either way
+    (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone phase a little slower (they run one after the other): as beside
+    (1.0, 0.97, 1.0, 1.2, 0.97),  # a slow stretch in its alone phase, none in eager's: as beside
+    (1.0, 0.5, 0.5, 0.5, 0.5 / 1.15),  # eager slowed 2x beside it, not itself: 1.15x its pair alone, not 2x
+    (1.0, 0.5, 0.5, 0.9, 0.5 / 1.15),  # the same, and slower alone: the better of its times counts
+])
+def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pair_alone(
+        eager_beside, eager_alone, cand_beside, cand_alone, timed):
+    """On the CPU clock, where eager timed alone is lower than beside the candidate, the candidate's
+    time is lowered as much (each room runs slower beside the other: eager alone against the
+    candidate beside it put honest candidates at 0.6-0.95x), but its speedup stays within
+    CPU_ALONE_SLACK of eager alone's over its better time, alone or beside: a room that slowed eager
+    beside it gains no more."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Lane, _stats, baselines
+
+    def lane(ms: float) -> Lane:
+        return Lane(room_ms=[ms] * 20, wall_ms=[ms] * 20, cpu_ms=[ms] * 20, own_cpu_ms=[ms] * 20,
+                    copy_cpu_ms=[0.0] * 20)
+
+    res = {"checks_run": ["timing_cpu_clock"], "findings": [],
+           "timing": {"candidate": _stats([cand_beside] * 20), "eager": _stats([eager_beside] * 20)}}
+    baselines({}, res, SimpleNamespace(device="cpu"), None, lane(eager_alone), lane(cand_alone))
+    timing = res["timing"]
+    assert timing["eager"]["median_ms"] == pytest.approx(eager_alone), timing
+    assert timing["candidate"]["median_ms"] == pytest.approx(timed), timing
+    assert timing["candidate_alone"]["median_ms"] == pytest.approx(cand_alone)
+    assert "timed alone too" in timing["eager_note"], timing["eager_note"]
+
+
+def test_a_candidate_timed_alone_is_warmed_up_and_some_of_its_calls_always_checked():
+    """A room timed alone first makes untimed calls (its first calls after the other room's or the
+    batches ran 3-5x slower), and on the candidate's, ALONE_CHECKED of its timed calls are always
+    compared with the reference: a room can tell them from its interleaved ones."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge import timing
+
+    asked, sampled = [], []
+    room = SimpleNamespace(cpu_ms=lambda: 0.0)
+    timed_calls = []
+    t = timing.Timed(timing.Lane(), timing.Lane(), cpu_clock=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(timing, "_l2_flush", lambda p: None)
+        mp.setattr(timing, "_timed_call", lambda p, r, lane, seed, flush, on_cpu_clock=False:
+                   (asked.append(seed), lane.wall_ms.append(0.1), lane.cpu_ms.append(0.1),
+                    timed_calls.append(seed) if on_cpu_clock else None))
+        mp.setattr(timing, "_sample_outputs", lambda p, t, seed: sampled.append(seed))
+        lane = timing.time_alone(None, room, 12, True, sampled=t)
+    warm = len(asked) - len(timed_calls)
+    assert warm == timing.ALONE_WARMUP_CALLS and len(lane.cpu_ms) == 12 == len(sampled), (warm, lane)
+    assert sampled == timed_calls and set(sampled).isdisjoint(asked[:warm])
+    assert len(t.must_check) == timing.ALONE_CHECKED and set(t.must_check) <= set(sampled)
 
 
 @pytest.mark.parametrize("cand, harness, credited", [(0.08, 0.03, 0.1), (0.05, 0.03, 0.08), (0.12, 0.03, 0.12)])

@@ -179,16 +179,16 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
-        res["findings"] += room.process_findings()
         alone = candidate_alone = None
         agrees, verified = eager_agrees(spec, res, timed), batches_verified(timed, batches, p.device)
+        if timed.cpu_clock and not agrees:  # eager is timed alone next: on the CPU clock, the candidate too
+            stage("timing", what="the candidate alone")
+            candidate_alone = time_alone(p, room, len(timed.candidate.room_ms) // 2, True, sampled=timed)
+            lap("timing_candidate_alone")
+        res["findings"] += room.process_findings()
         if agrees and verified is None:
             closing = _start_closing([room, reference])
         else:
-            if timed.cpu_clock and timed.cpu_batches is None and not agrees:  # eager alone next: the candidate too
-                stage("timing", what="the candidate alone")
-                candidate_alone = time_alone(p, room, len(timed.candidate.room_ms) // 2, True, sampled=timed)
-                lap("timing_candidate_alone")
             room.close()  # from here on nothing of the candidate runs
             if verified is not None:
                 stage("timing", what="eager's batches alone")
