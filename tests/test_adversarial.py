@@ -501,22 +501,23 @@ def test_batches_run_before_the_judges_clock(program, finding, clean_honest):
 def test_on_the_cpu_clock_batches_carry_their_speedup_over():
     """A room whose single calls cost less than the reference's door and its outputs (a cheaper door
     of its own) is timed at eager's time over its speedup in batches, where the door cancels; so is
-    an honest one whose single calls (0.04 ms, eager's 0.07) show it slower than its batches (their
-    cold caches), but at no more than CPU_BATCH_LOWERS over its single calls' speedup (a room could
-    fuse calls across a batch)."""
+    one whose single calls (0.09 ms, eager's 0.07) show it slower than its batches do (their cold
+    caches), but at no more than 1 + CPU_BATCH_LOWERS times the speedup of its single calls, in which
+    no gain is credited within the door and harness (0.23 ms here): a room fusing calls across a
+    batch, its single calls lean, got 1.7x with eager's own work."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import CPU_BATCH_LOWERS, Batches, judge_times
 
-    for cand_cpu, batch_ms, timed_ms in ((0.235, 0.06, 0.07 * 0.06 / 0.06), (0.27, 0.033, 0.07 * 0.033 / 0.06),
-                                         (0.27, 0.03, 0.04 / (1 + CPU_BATCH_LOWERS))):
+    for cand_cpu, batch_ms, timed_ms in ((0.235, 0.06, 0.07 * 0.06 / 0.06), (0.32, 0.072, 0.07 * 0.072 / 0.06),
+                                         (0.27, 0.033, 0.07 / (1 + CPU_BATCH_LOWERS))):
         t = _cpu_clock_lanes(cand_cpu, 0.01, 0.005)
         t.cpu_batches = Batches(calls=64, candidate_ms=batch_ms, reference_ms=0.06, copy_ms=0.0)
         res = {"findings": [], "checks_run": []}
         judge_times(res, SimpleNamespace(device="cpu"), t)
         assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
         assert res["timing"]["batch"]["speedup"] == pytest.approx(0.06 / batch_ms)
-        assert ("fuse calls" in res["timing"]["batch"]["note"]) == (batch_ms == 0.03), res["timing"]["batch"]
+        assert ("fuse calls" in res["timing"]["batch"]["note"]) == (batch_ms == 0.033), res["timing"]["batch"]
     from stitch_mcp.judge.timing import needs_cpu_batches
 
     assert needs_cpu_batches(_cpu_clock_lanes(0.27, 0.025, 0.02)) and not needs_cpu_batches(
@@ -543,6 +544,17 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(name, fill, mos
     assert r.speedup_vs_eager is not None and r.speedup_vs_eager < most, (r.speedup_vs_eager, r.timing)
     if "CPU time" in r.timing.method:
         assert r.timing.batch is not None and r.timing.batch.speedup < most, r.timing.batch
+
+
+@pytest.mark.parametrize("fill", [{"lean_calls": "yes", "fuse": "yes"}, {"lean_calls": "no", "fuse": "yes"}])
+def test_a_room_fusing_calls_across_its_batches_gains_little(fill):
+    """A room that does each batch as one forward over all its calls' inputs (it sees them all
+    before it runs them), its single calls through a lean door: 1.68-1.75x with the reference's own
+    work (red team, session 24). On the CPU clock the batches' speedup counts up to 1.1x the single
+    calls', where no gain is credited within the reference's door and harness."""
+    r = judge(attack_source("atk_fuse_batches", **fill), ref="ref_tanh_chain", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.2, (r.speedup_vs_eager, r.timing)
 
 
 @pytest.mark.parametrize("fill", [{"spacing_us": "30", "own_ms": "0"}, {"spacing_us": "15", "own_ms": "60"}])
@@ -579,10 +591,11 @@ def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand
     info = _cpu_batch_bound(stats, 0.1, Batches(calls=32, candidate_ms=cand, reference_ms=ref, copy_ms=harness,
                                                 fixed_ms=fixed))
     assert info["speedup"] == pytest.approx(speedup), info
-    timed = max(0.1 / speedup, 0.095 / (1 + CPU_BATCH_LOWERS))
+    single = max(0.095, min(0.1, 0.095 + harness + fixed / 32))  # no gain credited within the harness either
+    timed = max(0.1 / speedup, single / (1 + CPU_BATCH_LOWERS))
     assert stats["median_ms"] == pytest.approx(timed), (stats, info)
     withheld = cand <= 0 or speedup < ref / cand
-    assert info["harness_withheld"] == (withheld and timed == pytest.approx(0.1 / speedup)), info
+    assert info["harness_withheld"] == (withheld if timed == pytest.approx(0.1 / speedup) else single > 0.095), info
     assert ("room_ms" in info) == (timed > (1 + CPU_BATCH_AGREES) * 0.095), info
 
 

@@ -234,12 +234,12 @@ BATCH_SLACK = 1.5
 CPU_BATCH_SLACK = 10.0
 CPU_BATCH_AGREES = 0.1  # the room's time stands within this much of the batches' (a forger gains at most that)
 # On the CPU clock the batches' speedup is carried over both ways (_cpu_batch_bound), up to this much
-# above the speedup of the single calls. Single calls pay cold caches that back-to-back calls do not,
-# each room its own: the first call after the other room's ran 3-4x slower than the rest on 64K
-# floats, the candidate's room warming up for longer (2-core host, 2026-11-27); an honest candidate
-# doing eager's own 1 ms of work came out at 0.85-1.0x in single calls and 0.99-1.0x in batches. A room
-# sees all of a batch's inputs before it runs them, and could fuse calls across it: it gains no more
-# than this.
+# above the speedup of the single calls (no gain credited there within a room's door and harness).
+# Single calls pay cold caches that back-to-back calls do not, each room its own: the first call after
+# the other room's ran 3-4x slower than the rest on 64K floats, the candidate's room warming up for
+# longer (2-core host, 2026-11-27); an honest candidate doing eager's own 1 ms of work came out at
+# 0.85-1.0x in single calls and 0.99-1.0x in batches. A room sees all of a batch's inputs before it
+# runs them, and can fuse calls across it: it gains no more than this.
 CPU_BATCH_LOWERS = 0.1
 CPU_BATCH_CUT = 1.5  # the reference's forward in batches beyond this times its single call: the batches were cut
 # While the judge writes a batch's inputs and times the reference's batches, the candidate's room
@@ -920,7 +920,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     eager, cand, charged = _clock(a, a), *_charged_clock(t)
     stats = _stats(cand)
     stats["host_median_ms"] = statistics.median(b.wall_ms)
-    batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches)
+    batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches, _door_cpu(a))
     skippable = batch.get("harness_ms") if batch else skippable_harness_ms(statistics.median(a.copy_cpu_ms))
     res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
                                "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
@@ -966,12 +966,17 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
         _rescale(stats, statistics.median(eager), 0.0)
 
 
-def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches | None) -> dict[str, Any]:
+def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches | None,
+                     door_ms: float = 0.0) -> dict[str, Any]:
     """On the CPU clock, where the batches ran (needs_cpu_batches): the candidate timed at eager's
     time over the speedup in batches, where a cheaper door cannot help, but at no more than
-    1 + CPU_BATCH_LOWERS times the speedup of its single calls. A gain within the harness is withheld
-    there (skippable_harness_ms). What they measured, for the report (`room_ms` where they raised
-    its time beyond CPU_BATCH_AGREES)."""
+    1 + CPU_BATCH_LOWERS times the speedup of its single calls, in which no gain is credited within
+    what a room can skip there (`door_ms`, the reference's door, and the harness): a room sees all
+    of a batch's inputs before it runs them and can fuse calls across it, and a room answering its
+    door more cheaply than the reference's makes its single calls look faster; together they got
+    1.7x with eager's own work (red team, 2026-11-27). A gain within the harness is withheld in the
+    batches too (skippable_harness_ms). What they measured, for the report (`room_ms` where they
+    raised its time beyond CPU_BATCH_AGREES)."""
     if batches is None:
         return {}
     b = batches
@@ -982,19 +987,24 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     credited = b.reference_ms if broken else _credited(b.candidate_ms, b.reference_ms, skippable)
     speedup = 1.0 if broken else b.reference_ms / max(credited, 1e-9)
     single, implied = stats["median_ms"], eager_ms / speedup
-    timed = max(implied, single / (1 + CPU_BATCH_LOWERS))
+    single_credited = _credited(single, eager_ms, door_ms + skippable)
+    timed = max(implied, single_credited / (1 + CPU_BATCH_LOWERS))
     info: dict[str, Any] = {"calls": b.calls, "rounds": b.rounds, "candidate_ms": b.candidate_ms,
                             "reference_ms": b.reference_ms, "copy_ms": b.copy_ms, "harness_ms": skippable,
                             "speedup": speedup, "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0,
-                            "harness_withheld": timed == implied and (broken or credited > b.candidate_ms)}
+                            "harness_withheld": (broken or credited > b.candidate_ms) if timed == implied
+                            else single_credited > single}
     info["note"] = "; ".join(filter(None, [
-        info["harness_withheld"] and (
+        timed == implied and info["harness_withheld"] and (
             f"speedup in batches taken at {b.reference_ms:.4f} / {credited:.4f} ms: a gain over the reference "
             f"within what its harness costs per call ({skippable:.4f} ms) is not credited"),
         f"the candidate is timed at eager's time over its speedup in batches on the rooms' CPU ({timed:.4g} ms "
         f"against {single:.4g} ms in single calls)" if timed == implied else
-        f"the candidate is timed at {timed:.4g} ms, its single calls' {single:.4g} ms less {CPU_BATCH_LOWERS:.0%}: "
-        "its batches show it faster than that, and a room could fuse calls across a batch"]))
+        f"the candidate is timed at {timed:.4g} ms: no more than {1 + CPU_BATCH_LOWERS:.2g}x the speedup of its "
+        f"single calls ({single:.4g} ms, credited at {single_credited:.4g} ms: no gain within what a room can skip "
+        f"of its door and harness, {door_ms + skippable:.4g} ms a call), although its batches show "
+        f"{speedup:.3g}x; a room can fuse calls across a batch and answer its door more cheaply. Time a larger "
+        "problem (calls of several milliseconds) to see more of its speedup on this clock"]))
     if timed > (1 + CPU_BATCH_AGREES) * single:
         info["room_ms"] = single
     _rescale(stats, timed, single)
