@@ -682,9 +682,9 @@ def _summary(report: CheckReport) -> str:
                 lines.append(f"Eager: {t.eager_note}.")
             if t.harness_withheld:
                 lines.append(f"On this CPU clock a gain over eager within what the harness costs a call "
-                             f"({t.harness_ms or 0:.3g} ms, which a room can skip; in single calls its door as "
-                             "well, timing.batch.note) is not credited: the speedup is a lower bound; a GPU "
-                             "times the kernel itself.")
+                             f"({t.harness_ms or 0:.3g} ms, which a room can skip"
+                             + ("; in single calls its door as well, timing.batch.note" if t.batch else "")
+                             + ") is not credited: the speedup is a lower bound; a GPU times the kernel itself.")
             if t.batch and t.batch.capped:
                 lines.append(f"Its room timed {t.batch.room_ms:.4g} ms a call: too short for the judge's clock to "
                              "check on this host (timing.batch.note), so no speedup over eager is credited beyond "

@@ -175,6 +175,11 @@ class BatchTiming(BaseModel):
     speedup_beside: float | None = Field(None, description="the speedup in batches read with the reference's "
                                          "batches beside the candidate's room only: a room that slowed them gains "
                                          "nothing by it")
+    single_credited_ms: float | None = Field(None, description="on the CPU clock, the candidate's single calls "
+                                             "with no gain credited within skippable_ms: the batches' speedup counts up "
+                                             "to 1.1x what this shows")
+    skippable_ms: float | None = Field(None, description="on the CPU clock, per call, what a room can skip in single "
+                                       "calls: the reference's door and harness_ms")
     harness_ms: float | None = Field(None, description="on the CPU clock, per call, what of the reference's harness (a "
                                      "module call, what wraps forward, the loop, the copy into the judge's buffer, and "
                                      "the batch's fixed cost over its calls) a candidate's room could skip doing the "

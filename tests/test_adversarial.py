@@ -589,13 +589,14 @@ def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand
 
     stats = {"median_ms": 0.095, "iqr_ms": 0.0, "min_ms": 0.095}  # eager's: 0.1
     info = _cpu_batch_bound(stats, 0.1, Batches(calls=32, candidate_ms=cand, reference_ms=ref, copy_ms=harness,
-                                                fixed_ms=fixed))
+                                                fixed_ms=fixed), 0.01)
     assert info["speedup"] == pytest.approx(speedup), info
-    single = max(0.095, min(0.1, 0.095 + harness + fixed / 32))  # no gain credited within the harness either
+    single = max(0.095, min(0.1, 0.095 + 0.01 + harness + fixed / 32))  # none within the door and harness either
     timed = max(0.1 / speedup, single / (1 + CPU_BATCH_LOWERS))
     assert stats["median_ms"] == pytest.approx(timed), (stats, info)
-    withheld = cand <= 0 or speedup < ref / cand
+    withheld = cand > 0 and speedup < ref / cand
     assert info["harness_withheld"] == (withheld if timed == pytest.approx(0.1 / speedup) else single > 0.095), info
+    assert ("below nothing" in info["note"]) == (cand <= 0), info["note"]
     assert ("room_ms" in info) == (timed > (1 + CPU_BATCH_AGREES) * 0.095), info
 
 
@@ -629,6 +630,26 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
     assert timing["candidate"]["median_ms"] == pytest.approx(timed), timing
     assert timing["candidate_alone"]["median_ms"] == pytest.approx(cand_alone)
     assert "timed alone too" in timing["eager_note"], timing["eager_note"]
+
+
+def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
+    """A room with a lean door (its single calls, less the reference's door, look 2.5x faster than they
+    are) that slowed eager 2x beside it, its batches fused: where the batches ran, its time alone is
+    credited as its single calls were (no gain within the door and harness, `skippable_ms`), so that
+    the alone cap holds it to 1.15x; its lean alone time taken as it is would have let 2x through."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Lane, _stats, baselines
+
+    def lane(ms: float) -> Lane:
+        return Lane(room_ms=[ms] * 20, wall_ms=[ms] * 20, cpu_ms=[ms] * 20, own_cpu_ms=[ms] * 20,
+                    copy_cpu_ms=[0.0] * 20)
+
+    res = {"checks_run": ["timing_cpu_clock"], "findings": [],
+           "timing": {"candidate": _stats([0.5] * 20), "eager": _stats([1.0] * 20),
+                      "batch": {"speedup": 2.0, "skippable_ms": 0.3, "single_credited_ms": 0.8}}}
+    baselines({}, res, SimpleNamespace(device="cpu"), None, lane(0.5), lane(0.2))
+    assert 0.5 / res["timing"]["candidate"]["median_ms"] == pytest.approx(1.15), res["timing"]
 
 
 def test_a_candidate_timed_alone_is_warmed_up_and_some_of_its_calls_always_checked():
@@ -1061,9 +1082,10 @@ def test_on_the_cpu_clock_interrupts_billed_to_the_reference_take_the_speedup(re
     a storm in both rooms' windows costs the candidate as much as the reference."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import judge_times, settle_cpu_clock
+    from stitch_mcp.judge.timing import Batches, judge_times, settle_cpu_clock
 
     t = _cpu_clock_lanes(0.27, 0.025, 0.02)
+    t.cpu_batches = Batches(calls=64, candidate_ms=0.03, reference_ms=0.06, copy_ms=0.0)  # the door cancelled
     t.reference.irq_windows, t.candidate.irq_windows = [(ref_irq, 10.0)] * 20, [(cand_irq, 10.0)] * 20
     res = {"findings": [], "checks_run": []}
     judge_times(res, SimpleNamespace(device="cpu"), t)

@@ -921,7 +921,9 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     stats = _stats(cand)
     stats["host_median_ms"] = statistics.median(b.wall_ms)
     batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches, _door_cpu(a))
-    skippable = batch.get("harness_ms") if batch else skippable_harness_ms(statistics.median(a.copy_cpu_ms))
+    # where the door mattered but no batch fitted, a room answering it more cheaply gains nothing either
+    skippable = batch.get("harness_ms") if batch else skippable_harness_ms(statistics.median(a.copy_cpu_ms)) + (
+        _door_cpu(a) if needs_cpu_batches(t) else 0.0)
     res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
                                "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
                      "candidate": stats, "eager": _stats(eager),
@@ -967,7 +969,7 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
 
 
 def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches | None,
-                     door_ms: float = 0.0) -> dict[str, Any]:
+                     door_ms: float) -> dict[str, Any]:
     """On the CPU clock, where the batches ran (needs_cpu_batches): the candidate timed at eager's
     time over the speedup in batches, where a cheaper door cannot help, but at no more than
     1 + CPU_BATCH_LOWERS times the speedup of its single calls, in which no gain is credited within
@@ -992,9 +994,12 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     info: dict[str, Any] = {"calls": b.calls, "rounds": b.rounds, "candidate_ms": b.candidate_ms,
                             "reference_ms": b.reference_ms, "copy_ms": b.copy_ms, "harness_ms": skippable,
                             "speedup": speedup, "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0,
-                            "harness_withheld": (broken or credited > b.candidate_ms) if timed == implied
+                            "single_credited_ms": single_credited, "skippable_ms": door_ms + skippable,
+                            "harness_withheld": (not broken and credited > b.candidate_ms) if timed == implied
                             else single_credited > single}
     info["note"] = "; ".join(filter(None, [
+        timed == implied and broken and "the batches came out at or below nothing (padded smaller batches, or "
+        "the reference's disturbed): no speedup in them",
         timed == implied and info["harness_withheld"] and (
             f"speedup in batches taken at {b.reference_ms:.4f} / {credited:.4f} ms: a gain over the reference "
             f"within what its harness costs per call ({skippable:.4f} ms) is not credited"),
@@ -1005,7 +1010,7 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
         f"of its door and harness, {door_ms + skippable:.4g} ms a call), although its batches show "
         f"{speedup:.3g}x; a room can fuse calls across a batch and answer its door more cheaply. Time a larger "
         "problem (calls of several milliseconds) to see more of its speedup on this clock"]))
-    if timed > (1 + CPU_BATCH_AGREES) * single:
+    if timed == implied and timed > (1 + CPU_BATCH_AGREES) * single:  # the batches raised it (check._eager_room)
         info["room_ms"] = single
     _rescale(stats, timed, single)
     return info
@@ -1229,13 +1234,17 @@ def _both_alone(timing: dict[str, Any], alone: Timed, beside_ms: float) -> None:
     """On the CPU clock, where eager alone came out lower than beside the candidate (`beside_ms`): the
     candidate's time lowered as much (rooms taking turns on one core evict each other's caches, each
     slower beside the other than alone), but no speedup beyond CPU_ALONE_SLACK over eager alone
-    against the candidate's better time, alone or beside it (`alone`: the candidate's room timed
-    just before it was closed, charged as beside eager, and eager's after), so that a room slowing
-    eager's calls beside it gains at most that. Its better time: the two alone phases run one after
-    the other, and a stretch of a slow host in the candidate's is no sign of anything."""
-    cand, eager_ms = timing["candidate"], statistics.median(_clock(alone.reference, alone.reference))
+    against the candidate's better time, alone or in its single calls beside eager (`alone`: the
+    candidate's room timed just before it was closed, charged as beside eager, and eager's after),
+    so that a room slowing eager's calls beside it gains at most that. Where the batches ran, both
+    times are credited as the single calls are (_cpu_batch_bound: no gain within the door and
+    harness, which a lean room skips). Its better time: the two alone phases run one after the
+    other, and a stretch of a slow host in the candidate's is no sign of anything."""
+    cand, batch = timing["candidate"], timing.get("batch") or {}
+    eager_ms = statistics.median(_clock(alone.reference, alone.reference))
     timing["candidate_alone"] = _stats(_charged_clock(alone)[0])
-    own = min(timing["candidate_alone"]["median_ms"], cand["median_ms"])
+    own_alone = _credited(timing["candidate_alone"]["median_ms"], eager_ms, batch.get("skippable_ms", 0.0))
+    own = min(own_alone, batch.get("single_credited_ms", cand["median_ms"]))
     _rescale(cand, max(cand["median_ms"] * eager_ms / beside_ms, own / (1 + CPU_ALONE_SLACK)), cand["median_ms"])
     timing["eager_note"] += (f"; the candidate, timed alone too ({timing['candidate_alone']['median_ms']:.4g} ms), "
                              f"was given its speedup beside it, up to {1 + CPU_ALONE_SLACK:.3g}x eager alone's over "
