@@ -920,16 +920,17 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     eager, cand, charged = _clock(a, a), *_charged_clock(t)
     stats = _stats(cand)
     stats["host_median_ms"] = statistics.median(b.wall_ms)
-    batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches, _door_cpu(a))
+    door = _door_cpu(a)
+    batch = _cpu_batch_bound(stats, statistics.median(eager), t.cpu_batches, door)
     # where the door mattered but no batch fitted, a room answering it more cheaply gains nothing either
-    skippable = batch.get("harness_ms") if batch else skippable_harness_ms(statistics.median(a.copy_cpu_ms)) + (
-        _door_cpu(a) if needs_cpu_batches(t) else 0.0)
+    skippable = batch.get("harness_ms") if batch else (
+        skippable_harness_ms(statistics.median(a.copy_cpu_ms)) + (door if needs_cpu_batches(t) else 0.0))
     res["timing"] = {"method": "each room's CPU time per call (its cgroup's, read by the judge), less the door's; "
                                "eager interleaved with the candidate in blocks of %d; fresh inputs every call" % BLOCK,
                      "candidate": stats, "eager": _stats(eager),
                      "eager_block_spread": _block_spread(_block_medians(eager)),
                      "candidate_block_spread": _block_spread(_block_medians(cand)),
-                     "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": _door_cpu(a),
+                     "bracket": {"candidate_ms": stats["median_ms"], "door_overhead_ms": door,
                                  "noise_ms": _iqr(_door_samples(a)),
                                  "after_ms": 0.0, "reference_after_ms": 0.0},
                      "harness_ms": skippable, "harness_withheld": bool(batch.pop("harness_withheld", False))}
