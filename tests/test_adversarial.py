@@ -538,12 +538,19 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(name, fill, mos
     within what the harness costs per call was credited (judge.timing.skippable_harness_ms). Elsewhere
     (a GPU, or no cpusets) it is timed as before. atk_pad_small_batches adds streaming stores and
     padding of its smaller batches (1.24-1.80x until the whole harness and a batch's fixed cost were
-    withheld)."""
+    withheld). On the CPU clock its time is at most 1 + CPU_BATCH_LOWERS (1.1) times its single calls'
+    speedup, where those are credited nothing within the door and harness: 1.1 is that cap, reached
+    beside CI's build (2026-11-27) when the batches came out faster than that."""
+    from stitch_mcp.judge.timing import CPU_BATCH_LOWERS
+
     r = judge(attack_source(name, **fill), timing=True)
     assert r.verdict == "pass", r.summary
-    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < most, (r.speedup_vs_eager, r.timing)
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager <= most + 1e-6, (r.speedup_vs_eager, r.timing)
     if "CPU time" in r.timing.method:
-        assert r.timing.batch is not None and r.timing.batch.speedup < most, r.timing.batch
+        b = r.timing.batch
+        assert b is not None, r.timing
+        capped = f"no more than {1 + CPU_BATCH_LOWERS:.2g}x the speedup of its single calls" in b.note
+        assert b.speedup < most or capped, b
 
 
 @pytest.mark.parametrize("fill", [{"lean_calls": "yes", "fuse": "yes"}, {"lean_calls": "no", "fuse": "yes"}])
