@@ -152,7 +152,9 @@ class BatchTiming(BaseModel):
     """Calls too short for the judge's per-call bracket, also timed in batches of back-to-back
     calls on the judge's clock (stitch_mcp.judge.timing, BATCH_MS)."""
 
-    calls: int = Field(description="calls in the larger batch")
+    calls: int = Field(description="calls in the larger batch (on the CPU clock, the candidate's)")
+    reference_calls: int | None = Field(None, description="on the CPU clock, calls in the reference's larger batch, "
+                                        "sized on its own calls as the candidate's are on its own")
     rounds: int | None = Field(None, description="rounds of batches (each size, each room); on the CPU clock 5 to "
                                "40, over about 1.5 s besides the candidate's own batches, each lane read at its 10th "
                                "percentile round (its lowest below ten), as a loaded host slows memory-bound work "

@@ -259,6 +259,7 @@ class Batches:
     candidate_ms: float
     reference_ms: float
     copy_ms: float
+    reference_calls: int = 0  # on the CPU clock, the reference's larger batch, sized on its own calls (cpu_batches)
     copy_spread_ms: float = 0.0  # per call, the copies' second-lowest rounds above their lowest: the batches' grain
     fixed_ms: float = 0.0  # on the CPU clock (cpu_batches), what the reference's batch costs besides its calls
     busy_host: bool = False  # more runnable work than cores as they ran (_host_busy)
@@ -413,16 +414,15 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     """On the CPU clock, each room's CPU per call from batches of k and k/4 back-to-back calls (one
     message each, so what its door costs cancels out of their difference; two calls of each of the
     candidate's batches are always checked), each lane's rounds taken at CPU_BATCH_QUANTILE, over
-    CPU_BATCH_SPAN_S. Its smaller batches cannot be padded: the candidate's per call is at least its
-    larger batch less the reference's door, over k. CPU its processes use between its batches beyond
-    the reference's is charged to them. The reference's room also runs them without forward
-    (CPU_LANES): what its harness costs per call (skippable_harness_ms). None where a batch would
-    not fit."""
-    per_call = max(statistics.median(_clock(t.reference, t.reference)), statistics.median(_clock(t.candidate, t.reference)))
-    buffers = _batch_buffers(p, rooms, t, per_call, CPU_BATCH_MS)
-    if buffers is None:
+    CPU_BATCH_SPAN_S. Each room's k is sized on its own calls (_cpu_batch_sizes). Its smaller batches
+    cannot be padded: the candidate's per call is at least its larger batch less the reference's
+    door, over k. CPU its processes use between its batches beyond the reference's is charged to
+    them. The reference's room also runs them without forward (CPU_LANES): what its harness costs
+    per call (skippable_harness_ms). None where a batch would not fit."""
+    sized = _cpu_batch_sizes(p, rooms, t)
+    if sized is None:
         return None
-    slots, k = buffers
+    sizes, slots, laid = sized
     used = {which: [0.0, room.cpu_ms()] for which, room in rooms.items()}  # in batches, and from the start
     rounds_ms: dict[tuple[str, int], list[float]] = {}
     irq, rounds, started = _interrupt_window(), 0, time.monotonic()
@@ -430,8 +430,9 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     while rounds < BATCH_ROUNDS or (rounds < CPU_BATCH_MAX_ROUNDS
                                     and time.monotonic() - started - candidates_s < CPU_BATCH_SPAN_S):
         rounds += 1
-        for n in (k // 4, k):
+        for larger in (False, True):
             for lane, which, forward in CPU_LANES:
+                n = sizes[which] if larger else sizes[which] // 4
                 if forward:  # the harness lane repeats the reference's calls (their inputs unread)
                     calls, seeds = _batch_calls(p, *slots[which], n)
                 window, h0 = irq and irq(), time.monotonic()
@@ -445,15 +446,32 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
                 used[which][0] += spent
                 rounds_ms.setdefault((lane, n), []).append(spent)
                 if which == "candidate":
-                    _check_two(p, t, seeds, slots[which][1], k)
+                    _check_two(p, t, seeds, slots[which][1], laid)
     lowest = {key: sorted(spent)[int(CPU_BATCH_QUANTILE * len(spent))] for key, spent in rounds_ms.items()}
     idle = {which: rooms[which].cpu_ms() - start - spent for which, (spent, start) in used.items()}
-    per = {lane[0]: _lane_per_call(lowest, lane[0], k) for lane in CPU_LANES}
-    door = lowest[("reference", k // 4)] - k // 4 * per["reference"]
+    per = {lane: _lane_per_call(lowest, lane, sizes[which]) for lane, which, _ in CPU_LANES}
+    k, k_ref = sizes["candidate"], sizes["reference"]
+    door = lowest[("reference", k_ref // 4)] - k_ref // 4 * per["reference"]
     candidate = max(per["candidate"], (lowest[("candidate", k)] - door) / k) + \
         max(0.0, idle["candidate"] - idle["reference"]) / (rounds * (k + k // 4))
-    return Batches(calls=k, candidate_ms=candidate, reference_ms=per["reference"], copy_ms=max(0.0, per["harness"]),
-                   fixed_ms=max(0.0, door), idle_cpu_ms=idle["candidate"], idle_wall_ms=0.0, rounds=rounds)
+    return Batches(calls=k, reference_calls=k_ref, candidate_ms=candidate, reference_ms=per["reference"],
+                   copy_ms=max(0.0, per["harness"]), fixed_ms=max(0.0, door), idle_cpu_ms=idle["candidate"],
+                   idle_wall_ms=0.0, rounds=rounds)
+
+
+def _cpu_batch_sizes(p: Prepared, rooms: dict[str, RoomClient],
+                     t: Timed) -> tuple[dict[str, int], dict[str, tuple[list, list]], int] | None:
+    """cpu_batches' sizes: each room's k ({room: k}, CPU_BATCH_MS of its own calls), the batch slots
+    ({room: (inputs, outputs)}) and the k they are laid out for (the larger). Sized on the slower room's calls, the reference's
+    batches of eager's 60 us relu were 16 calls beside a C++ loop's 0.55 ms: a quarter of them cost
+    its door's 0.5 ms again, and the difference of the two sizes moved eager's time per call 1.29x
+    over ten checks beside two busy loops (2-core host, 2026-11-27). None where a batch would not fit."""
+    calls_ms = {which: statistics.median(_clock(getattr(t, which), t.reference)) for which in ("reference", "candidate")}
+    buffers = _batch_buffers(p, rooms, t, min(calls_ms.values()), CPU_BATCH_MS)
+    if buffers is None:
+        return None
+    slots, laid = buffers
+    return {which: min(laid, _batch_size(t, ms, CPU_BATCH_MS)) for which, ms in calls_ms.items()}, slots, laid
 
 
 # cpu_batches' lanes: (lane, room, forward). The reference's batches also run without forward: the
@@ -609,8 +627,7 @@ def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms:
     own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU), and the batches' size k
     (`batch_ms` of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES); None where a batch of even
     half the smallest size would not fit."""
-    k = int(min(max(batch_ms / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
-                BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
+    k = _batch_size(t, call_ms, batch_ms)
     if k < BATCH_CALLS[0] // 2:
         return None
     laid: dict[int, tuple[list, list]] = {}
@@ -622,6 +639,12 @@ def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms:
     for room in rooms.values():
         attach(p, room)
     return {which: laid[id(p.of(rooms[which]))] for which in rooms}, k
+
+
+def _batch_size(t: Timed, call_ms: float, batch_ms: float) -> int:
+    """Calls in a batch of `batch_ms` of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES."""
+    return int(min(max(batch_ms / max(call_ms, 1e-4), BATCH_CALLS[0]), BATCH_CALLS[1],
+                   BATCH_BYTES // max(t.in_bytes + t.out_bytes, 1)))
 
 
 def _check_two(p: Prepared, t: Timed, seeds: list[int], outs: list[Any], k: int) -> None:
@@ -939,8 +962,9 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
                                     "and its waiting, beyond the reference's")
     if batch:
         res["timing"]["batch"] = batch
-        res["timing"]["method"] += (f"; calls also timed in batches of {batch['calls']} back-to-back calls "
-                                    "on the rooms' CPU (the door's cost cancels there)")
+        res["timing"]["method"] += (f"; calls also timed in batches of back-to-back calls ({batch['calls']} the "
+                                    f"candidate's, {batch['reference_calls']} the reference's) on the rooms' CPU "
+                                    "(the door's cost cancels there)")
     res["checks_run"].append("timing_cpu_clock")
     rates = interrupt_rates(t)
     if rates:
@@ -992,7 +1016,7 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     single, implied = stats["median_ms"], eager_ms / speedup
     single_credited = _credited(single, eager_ms, door_ms + skippable)
     timed = max(implied, single_credited / (1 + CPU_BATCH_LOWERS))
-    info: dict[str, Any] = {"calls": b.calls, "rounds": b.rounds, "candidate_ms": b.candidate_ms,
+    info: dict[str, Any] = {"calls": b.calls, "reference_calls": b.reference_calls, "rounds": b.rounds, "candidate_ms": b.candidate_ms,
                             "reference_ms": b.reference_ms, "copy_ms": b.copy_ms, "harness_ms": skippable,
                             "speedup": speedup, "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0,
                             "single_credited_ms": single_credited, "skippable_ms": door_ms + skippable,
