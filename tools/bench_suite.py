@@ -484,7 +484,7 @@ def render(parts: dict, gpu: bool) -> str:
               "where the host gives cpusets, else host `perf_counter` on a shared machine (the timing method is in each "
               "repeat row); speedups compare small C++ or PyTorch candidates with ATen on tiny inputs, so they measure the "
               "harness, not kernels. `torch.utils.cpp_extension` JIT-builds C++ without an `-O` flag unless the "
-              "candidate passes `extra_cflags`, hence the ~0.01x of the C++ ReLU.",
+              "candidate passes `extra_cflags`, hence the C++ ReLU's ~0.1x (one core, CPU clock).",
               "- GPU figures (ncu agreement, level-1/level-2 batch, several-GPU scaling): `tools/gpu/bench_gpu.sh`.", ""]
     return "\n".join(L)
 
