@@ -550,7 +550,7 @@ def test_a_room_that_answers_its_door_more_cheaply_gains_nothing(name, fill, mos
         b = r.timing.batch
         assert b is not None, r.timing
         capped = f"no more than {1 + CPU_BATCH_LOWERS:.2g}x the speedup of its single calls" in b.note
-        assert b.speedup < most or capped, b
+        assert b.speedup < most or (capped and b.speedup < 1.24), b  # it got 1.24-1.80x in them before
 
 
 @pytest.mark.parametrize("fill", [{"lean_calls": "yes", "fuse": "yes"}, {"lean_calls": "no", "fuse": "yes"}])

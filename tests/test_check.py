@@ -230,10 +230,10 @@ def test_cpp_candidate_builds_runs_and_is_cached(cpp_cold):
     assert cold.build.ok and cold.build.extensions and cold.build.extensions[0].name == "relu_cpp"
     assert cold.timing.candidate is not None
     batch = cold.timing.batch
-    if batch is not None and "CPU time" in cold.timing.method:  # eager's relu is ~10x this C++ loop's speed:
-        # its batches sized on its own calls, not the loop's (fewer calls than that left the door's cost
-        # at 0.5 ms a batch beside 16 calls of 0.06 ms, and eager's time per call noisy)
-        assert batch.reference_calls and batch.reference_calls >= 2 * batch.calls, batch
+    if batch is not None and "CPU time" in cold.timing.method:  # eager's single calls are 2.7-7x this C++
+        # loop's: its batches sized on its own calls, not the loop's (16 calls left the door's 0.5 ms a
+        # batch beside 4 calls of 0.06 ms, and eager's time per call noisy)
+        assert batch.reference_calls and batch.reference_calls > batch.calls, batch
         assert f"{batch.reference_calls} the reference's" in cold.timing.method
     t0 = time.monotonic()
     warm = check("ref_relu", "cand_relu_cpp")

@@ -259,7 +259,7 @@ class Batches:
     candidate_ms: float
     reference_ms: float
     copy_ms: float
-    reference_calls: int = 0  # on the CPU clock, the reference's larger batch, sized on its own calls (cpu_batches)
+    reference_calls: int | None = None  # on the CPU clock, the reference's larger batch, sized on its own calls
     copy_spread_ms: float = 0.0  # per call, the copies' second-lowest rounds above their lowest: the batches' grain
     fixed_ms: float = 0.0  # on the CPU clock (cpu_batches), what the reference's batch costs besides its calls
     busy_host: bool = False  # more runnable work than cores as they ran (_host_busy)
@@ -322,10 +322,11 @@ def batch_bracket(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batche
     """Both rooms timed in batches of k and k/4 calls, interleaved, on fresh inputs; two calls of
     each candidate batch, drawn after it, are always checked. None when a batch would not fit."""
     b_room = statistics.median(t.candidate.room_ms)
-    buffers = _batch_buffers(p, rooms, t, _batch_call_ms(t, p.device))
-    if buffers is None:
+    k = _batch_size(t, _batch_call_ms(t, p.device), BATCH_MS)
+    slots = _batch_buffers(p, rooms, t, k)
+    if slots is None:
         return None
-    k = buffers[1]
+    buffers = (slots, k)
     flush = _l2_flush(p)
     walls: dict[tuple[str, int], list[float]] = {}
     idle = [0.0, 0.0]  # the candidate's room not asked anything: its CPU ms, and how many ms that was
@@ -414,15 +415,16 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
     """On the CPU clock, each room's CPU per call from batches of k and k/4 back-to-back calls (one
     message each, so what its door costs cancels out of their difference; two calls of each of the
     candidate's batches are always checked), each lane's rounds taken at CPU_BATCH_QUANTILE, over
-    CPU_BATCH_SPAN_S. Each room's k is sized on its own calls (_cpu_batch_sizes). Its smaller batches
+    CPU_BATCH_SPAN_S. Each room's k is sized on its own calls (_cpu_batch_layout). Its smaller batches
     cannot be padded: the candidate's per call is at least its larger batch less the reference's
     door, over k. CPU its processes use between its batches beyond the reference's is charged to
     them. The reference's room also runs them without forward (CPU_LANES): what its harness costs
     per call (skippable_harness_ms). None where a batch would not fit."""
-    sized = _cpu_batch_sizes(p, rooms, t)
-    if sized is None:
+    layout = _cpu_batch_layout(p, rooms, t)
+    if layout is None:
         return None
-    sizes, slots, laid = sized
+    sizes, slots = layout
+    laid = max(sizes.values())
     used = {which: [0.0, room.cpu_ms()] for which, room in rooms.items()}  # in batches, and from the start
     rounds_ms: dict[tuple[str, int], list[float]] = {}
     irq, rounds, started = _interrupt_window(), 0, time.monotonic()
@@ -459,19 +461,22 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
                    idle_wall_ms=0.0, rounds=rounds)
 
 
-def _cpu_batch_sizes(p: Prepared, rooms: dict[str, RoomClient],
-                     t: Timed) -> tuple[dict[str, int], dict[str, tuple[list, list]], int] | None:
-    """cpu_batches' sizes: each room's k ({room: k}, CPU_BATCH_MS of its own calls), the batch slots
-    ({room: (inputs, outputs)}) and the k they are laid out for (the larger). Sized on the slower room's calls, the reference's
-    batches of eager's 60 us relu were 16 calls beside a C++ loop's 0.55 ms: a quarter of them cost
-    its door's 0.5 ms again, and the difference of the two sizes moved eager's time per call 1.29x
-    over ten checks beside two busy loops (2-core host, 2026-11-27). None where a batch would not fit."""
-    calls_ms = {which: statistics.median(_clock(getattr(t, which), t.reference)) for which in ("reference", "candidate")}
-    buffers = _batch_buffers(p, rooms, t, min(calls_ms.values()), CPU_BATCH_MS)
-    if buffers is None:
-        return None
-    slots, laid = buffers
-    return {which: min(laid, _batch_size(t, ms, CPU_BATCH_MS)) for which, ms in calls_ms.items()}, slots, laid
+def _cpu_batch_layout(p: Prepared, rooms: dict[str, RoomClient],
+                      t: Timed) -> tuple[dict[str, int], dict[str, tuple[list, list]]] | None:
+    """cpu_batches' sizes, each room's k ({room: k}: CPU_BATCH_MS of its own calls on the CPU clock,
+    which a room cannot forge), and its batch slots ({room: (inputs, outputs)}, laid out for the
+    larger k). Both rooms' batches sized on the slower room's calls, the reference's batches of
+    eager's 60 us relu were 16 calls beside a C++ loop's 0.55 ms: a quarter of them sat beside its
+    door's 0.5 ms, and the difference of the two sizes moved eager's time per call 1.29x over ten
+    checks beside two busy loops (2-core host, 2026-11-27). Session 18 took per-room sizes back as
+    lanes of different sizes did not compare (0.09 ms a call in 151-call batches against 0.02 ms in
+    28-call ones), but those sizes came from a room's own claimed clock; on the CPU clock the same
+    relu and copy on fresh slots read 42-47 us a call in batches of 16 to 256 calls (2026-11-27).
+    None where a batch would not fit."""
+    sizes = {which: _batch_size(t, statistics.median(_clock(getattr(t, which), t.reference)), CPU_BATCH_MS)
+             for which in ("reference", "candidate")}
+    slots = _batch_buffers(p, rooms, t, max(sizes.values()))
+    return None if slots is None else (sizes, slots)
 
 
 # cpu_batches' lanes: (lane, room, forward). The reference's batches also run without forward: the
@@ -621,13 +626,11 @@ def _per_call(walls: dict[tuple[str, int], list[float]], k: int, idle: list[floa
                    rounds=len(walls[("reference", k)]))
 
 
-def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms: float,
-                   batch_ms: float = BATCH_MS) -> tuple[dict[str, tuple[list, list]], int] | None:
+def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed,
+                   k: int) -> dict[str, tuple[list, list]] | None:
     """Each room's shared slots for k calls' inputs and outputs ({room: (inputs, outputs)}, in its
-    own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU), and the batches' size k
-    (`batch_ms` of calls of `call_ms`, within BATCH_CALLS and BATCH_BYTES); None where a batch of even
-    half the smallest size would not fit."""
-    k = _batch_size(t, call_ms, batch_ms)
+    own buffers: RoomBuffers, so up to BATCH_BYTES for each room on a CPU, _batch_size); None where
+    a batch of even half the smallest size would not fit."""
     if k < BATCH_CALLS[0] // 2:
         return None
     laid: dict[int, tuple[list, list]] = {}
@@ -638,7 +641,7 @@ def _batch_buffers(p: Prepared, rooms: dict[str, RoomClient], t: Timed, call_ms:
                              own.arena.layout([o if isinstance(o, p.torch.Tensor) else None for o in p.templates] * k))
     for room in rooms.values():
         attach(p, room)
-    return {which: laid[id(p.of(rooms[which]))] for which in rooms}, k
+    return {which: laid[id(p.of(rooms[which]))] for which in rooms}
 
 
 def _batch_size(t: Timed, call_ms: float, batch_ms: float) -> int:
@@ -962,9 +965,10 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
                                     "and its waiting, beyond the reference's")
     if batch:
         res["timing"]["batch"] = batch
-        res["timing"]["method"] += (f"; calls also timed in batches of back-to-back calls ({batch['calls']} the "
-                                    f"candidate's, {batch['reference_calls']} the reference's) on the rooms' CPU "
-                                    "(the door's cost cancels there)")
+        sizes = f"{batch['calls']} calls" + (f" the candidate's, {batch['reference_calls']} the reference's"
+                                             if batch.get("reference_calls") else "")
+        res["timing"]["method"] += (f"; calls also timed in batches of back-to-back calls ({sizes}) on the rooms' "
+                                    "CPU (the door's cost cancels there)")
     res["checks_run"].append("timing_cpu_clock")
     rates = interrupt_rates(t)
     if rates:
@@ -1016,8 +1020,9 @@ def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches 
     single, implied = stats["median_ms"], eager_ms / speedup
     single_credited = _credited(single, eager_ms, door_ms + skippable)
     timed = max(implied, single_credited / (1 + CPU_BATCH_LOWERS))
-    info: dict[str, Any] = {"calls": b.calls, "reference_calls": b.reference_calls, "rounds": b.rounds, "candidate_ms": b.candidate_ms,
-                            "reference_ms": b.reference_ms, "copy_ms": b.copy_ms, "harness_ms": skippable,
+    info: dict[str, Any] = {"calls": b.calls, "reference_calls": b.reference_calls, "rounds": b.rounds,
+                            "candidate_ms": b.candidate_ms, "reference_ms": b.reference_ms, "copy_ms": b.copy_ms,
+                            "harness_ms": skippable,
                             "speedup": speedup, "idle_cpu_ms": b.idle_cpu_ms, "idle_wall_ms": 0.0,
                             "single_credited_ms": single_credited, "skippable_ms": door_ms + skippable,
                             "harness_withheld": (not broken and credited > b.candidate_ms) if timed == implied
