@@ -397,6 +397,9 @@ CPU_DOOR_SHARE = 0.05
 # copies into the judge's buffers) ran 1.2-1.8x slower for about a second at a time, compute-bound
 # work not (the fastest calls of 250 ms windows, 2026-11-27): five rounds back to back (0.15 s) often
 # fell in one such stretch, so that eager's relu against a C++ loop moved 1.24-1.27x over five checks.
+# With each room's batches sized on its own calls, that pair's rounds came to 11-23 in this span (the
+# 10th percentile their second or third lowest); over 3 s, 28-51 rounds moved it 1.13x over ten
+# checks against 1.11-1.26x at 1.5 s, for 2-3 s more a check: not taken (2026-11-27).
 CPU_BATCH_SPAN_S = 1.5
 CPU_BATCH_MAX_ROUNDS = 40
 # Of those rounds, each lane's at this quantile counts (its lowest below ten rounds): the difference
