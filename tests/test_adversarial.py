@@ -578,6 +578,21 @@ def test_a_room_that_storms_the_shared_core_with_interrupts_gains_nothing(fill):
                                                                         r.integrity.findings)
 
 
+def test_interrupt_volleys_that_slip_under_the_count_gain_nothing():
+    """Few interrupts, each carrying much work: timerfds entered thousands of times into epolls that
+    nobody waits on, armed to expire while the reference's room runs (each expiry runs every epoll
+    wake-up callback in the interrupt, billed to the reference's cgroup). Eager's calls beside it
+    came out 1.35-1.5x slower while the reference's windows took 0.32-0.45 interrupts per ms against
+    the candidate's 0.25-0.30, far under STORM_MARGIN: no `interrupt_storm` (red team, session 25).
+    Eager timed alone, once the room has ended and its timers with it, takes that back; the
+    candidate, doing eager's own matmul, keeps no more than CPU_ALONE_SLACK over it."""
+    fill = {"tf": "6", "ne": "4", "nums": "1000", "from": "0.0", "to": "1.0", "period_us": "250",
+            "single": "yes", "batch": "no", "fwd": "mm_tanh", "log": "no"}
+    r = judge(attack_source("atk_irq_volley", **fill), ref="ref_mm_tanh", timing=True)
+    assert r.verdict == "pass", r.summary
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.15, (r.speedup_vs_eager, r.timing)
+
+
 @pytest.mark.parametrize("cand, ref, harness, fixed, speedup", [
     (0.040, 0.052, 0.045, 0.0, 1.0),  # a lean relu into the judge's buffer: within the harness
     (0.020, 0.052, 0.045, 0.32, 1.0),  # streaming stores and padded smaller batches: the batch's fixed cost too
