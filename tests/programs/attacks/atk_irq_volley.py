@@ -1,6 +1,7 @@
 """Attack (red team, session 25; test_interrupt_volleys_that_slip_under_the_count_gain_nothing):
 interrupt *volleys*. One timer interrupt can carry milliseconds of kernel work: @tf@ timerfds,
-each watched by the same @ne@ epoll instances under @nums@ fd numbers (nobody ever waits on them), armed to expire at the same instants, so that each expiry runs tf*ne epoll wake-up callbacks in
+each watched by the same @ne@ epoll instances under @nums@ fd numbers (nobody ever waits on them),
+armed to expire at the same instants, so that each expiry runs tf*ne*nums epoll wake-up callbacks in
 hard-irq context (about 0.2 us each on the 2-core host), billed (CONFIG_IRQ_TIME_ACCOUNTING off) to
 whatever task is on the shared core: the reference's room, when it is being timed. The judge counts
 interrupts per ms in each room's windows (judge.timing.interrupt_rates, STORM_MARGIN = 2/ms): a
