@@ -157,8 +157,8 @@ class BatchTiming(BaseModel):
                                         "sized on its own calls as the candidate's are on its own")
     rounds: int | None = Field(None, description="rounds of batches (each size, each room); on the CPU clock 5 to "
                                "40, over about 1.5 s besides the candidate's own batches, each lane read at its 10th "
-                               "percentile round (its lowest below ten), as a loaded host slows memory-bound work "
-                               "for stretches of about a second")
+                               "percentile round (its lowest below ten), as a loaded host slows its core for stretches "
+                               "of a second or more")
     candidate_ms: float = Field(description="per call, the candidate's room (from its lowest rounds; on the CPU clock "
                                 "their 10th percentile)")
     reference_ms: float = Field(description="per call, the reference's room")

@@ -393,10 +393,12 @@ def _l2_flush(p: Prepared) -> Any:
 # this share of a call, both rooms are also timed in batches, whose difference cancels the door.
 CPU_DOOR_SHARE = 0.05
 # On the CPU clock, the batches' rounds go on for this long (at least BATCH_ROUNDS, at most
-# CPU_BATCH_MAX_ROUNDS). Beside two busy loops on a 2-core host, memory-bound work (eager's relu, the
-# copies into the judge's buffers) ran 1.2-1.8x slower for about a second at a time, compute-bound
-# work not (the fastest calls of 250 ms windows, 2026-11-27): five rounds back to back (0.15 s) often
-# fell in one such stretch, so that eager's relu against a C++ loop moved 1.24-1.27x over five checks.
+# CPU_BATCH_MAX_ROUNDS). Beside two busy loops on a 2-vCPU guest, the core slowed down in stretches
+# of a second to over ten (what ran on the other vCPU, which the host pairs on one physical core at
+# times): memory-bound work (eager's relu, the copies into the judge's buffers) 1.2-1.5x, compute-bound
+# work 1.15-1.2x (tools/host_noise.py, 2026-11-27). Five rounds back to back (0.15 s) often fell in
+# one such stretch, so that eager's relu against a C++ loop moved 1.24-1.27x over five checks; a check
+# inside a long stretch measures that stretch's speedup whatever the span.
 # With each room's batches sized on its own calls, that pair's rounds came to 11-23 in this span (the
 # 10th percentile their second or third lowest); over 3 s, 28-51 rounds moved it 1.13x over ten
 # checks against 1.11-1.26x at 1.5 s, for 2-3 s more a check: not taken (2026-11-27).
