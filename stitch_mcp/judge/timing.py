@@ -1119,18 +1119,9 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
         estimate = max(estimate, implied)
     if b_room <= 0 and estimate <= 0:  # no work takes no time; too short for the judge to tell: as eager
         estimate = statistics.median(a.room_ms)
-    cand = _stats(b.room_ms)
-    cand["host_median_ms"] = statistics.median(b.wall_ms)
-    res["timing"] = {"method": ("CUDA events in each program's room, checked against the judge's clock; eager "
-                                "interleaved with the candidate in blocks of %d; fresh inputs and an L2 flush "
-                                "before every call" % BLOCK if p.device == "cuda" else
-                                "each room's perf_counter, checked against the judge's clock; eager interleaved "
-                                "with the candidate in blocks of %d; fresh inputs every call" % BLOCK),
-                     "candidate": cand, "eager": _stats(a.room_ms),
-                     "eager_block_spread": _block_spread(a.block_medians),
-                     "candidate_block_spread": _block_spread(b.block_medians),
-                     "bracket": {"candidate_ms": bracket, "door_overhead_ms": a_over, "noise_ms": noise,
-                                 "after_ms": b_after, "reference_after_ms": a_after}}
+    res["timing"] = _bracket_report(p, t, {"candidate_ms": bracket, "door_overhead_ms": a_over, "noise_ms": noise,
+                                           "after_ms": b_after, "reference_after_ms": a_after})
+    cand = res["timing"]["candidate"]
     if batch_info:
         res["timing"]["batch"] = batch_info
         res["timing"]["method"] += (f"; calls this short also timed in batches of {batches.calls} back-to-back "
@@ -1170,6 +1161,21 @@ def judge_times(res: dict[str, Any], p: Prepared, t: Timed, batches: Batches | N
             "timing_contradicted", f"the room reported {b_room:.4f} ms per call but {why}; the candidate is timed "
             f"at the judge's estimate of {estimate:.4f} ms (work on an unjoined stream, deferred past the call, "
             "forged times, or host work per call beyond what its kernel takes)", severity="warning", confidence="probable"))
+
+
+def _bracket_report(p: Prepared, t: Timed, bracket: dict[str, float]) -> dict[str, Any]:
+    """judge_times' report before the judge's estimate is applied: each room's own times, the
+    blocks' spread and the judge's bracket of the candidate's calls."""
+    cand = _stats(t.candidate.room_ms)
+    cand["host_median_ms"] = statistics.median(t.candidate.wall_ms)
+    return {"method": ("CUDA events in each program's room, checked against the judge's clock; eager "
+                       "interleaved with the candidate in blocks of %d; fresh inputs and an L2 flush "
+                       "before every call" % BLOCK if p.device == "cuda" else
+                       "each room's perf_counter, checked against the judge's clock; eager interleaved "
+                       "with the candidate in blocks of %d; fresh inputs every call" % BLOCK),
+            "candidate": cand, "eager": _stats(t.reference.room_ms),
+            "eager_block_spread": _block_spread(t.reference.block_medians),
+            "candidate_block_spread": _block_spread(t.candidate.block_medians), "bracket": bracket}
 
 
 def _batches_raise(implied: float, b_room: float, device: str) -> bool:
