@@ -669,9 +669,13 @@ def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([0.5] * 20), "eager": _stats([1.0] * 20),
-                      "batch": {"speedup": 2.0, "skippable_ms": 0.3, "single_credited_ms": 0.8}}}
+                      "batch": {"speedup": 2.0, "skippable_ms": 0.3, "single_credited_ms": 0.8,
+                                "note": "the candidate is timed at eager's time over its speedup in batches"}}}
     baselines({}, res, SimpleNamespace(device="cpu"), None, lane(0.5), lane(0.2))
-    assert 0.5 / res["timing"]["candidate"]["median_ms"] == pytest.approx(1.15), res["timing"]
+    timing = res["timing"]
+    assert 0.5 / timing["candidate"]["median_ms"] == pytest.approx(1.15), timing
+    # the batch note's figures were beside eager: it says what set the time after them
+    assert timing["batch"]["note"].endswith(f"the candidate with it, at {timing['candidate']['median_ms']:.4g} ms")
 
 
 def test_a_candidate_timed_alone_is_warmed_up_and_some_of_its_calls_always_checked():

@@ -1287,6 +1287,8 @@ def _both_alone(timing: dict[str, Any], alone: Timed, beside_ms: float) -> None:
     own_alone = _credited(timing["candidate_alone"]["median_ms"], eager_ms, batch.get("skippable_ms", 0.0))
     own = min(own_alone, batch.get("single_credited_ms", cand["median_ms"]))
     _rescale(cand, max(cand["median_ms"] * eager_ms / beside_ms, own / (1 + CPU_ALONE_SLACK)), cand["median_ms"])
+    if batch.get("note"):  # its figures were the times beside eager
+        batch["note"] += f"; then eager was timed alone, and the candidate with it, at {cand['median_ms']:.4g} ms"
     timing["eager_note"] += (f"; the candidate, timed alone too ({timing['candidate_alone']['median_ms']:.4g} ms), "
                              f"was given its speedup beside it, up to {1 + CPU_ALONE_SLACK:.3g}x eager alone's over "
                              "its better time")
