@@ -654,6 +654,26 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
     assert "timed alone too" in timing["eager_note"], timing["eager_note"]
 
 
+def test_on_the_cpu_clock_a_slow_stretch_in_the_candidates_alone_phase_costs_it_nothing():
+    """An honest candidate doing eager's own work, its alone phase half in a slow stretch of the host
+    (its first 25 calls 2.5x slower, then as eager's): it keeps 1.0x. By the phases' medians the cap
+    put it at 0.66x; such stretches gave honest rooms 0.41-0.82x in 7 of 26 checks (2-core host)."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import Lane, _stats, baselines
+
+    def lane(times: list[float]) -> Lane:
+        n = len(times)
+        return Lane(room_ms=times, wall_ms=times, cpu_ms=times, own_cpu_ms=times, copy_cpu_ms=[0.0] * n)
+
+    res = {"checks_run": ["timing_cpu_clock"], "findings": [],
+           "timing": {"candidate": _stats([0.2] * 50), "eager": _stats([0.2] * 50)}}
+    baselines({}, res, SimpleNamespace(device="cpu"), None, lane([0.1] * 50), lane([0.25] * 25 + [0.1] * 25))
+    timing = res["timing"]
+    assert timing["candidate_alone"]["median_ms"] > 0.17, timing  # reported as measured
+    assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(1.0), timing
+
+
 def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
     """A room with a lean door (its single calls, less the reference's door, look 2.5x faster than they
     are) that slowed eager 2x beside it, its batches fused: where the batches ran, its time alone is
@@ -681,26 +701,31 @@ def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
 def test_a_candidate_timed_alone_is_warmed_up_and_some_of_its_calls_always_checked():
     """A room timed alone first makes untimed calls (its first calls after the other room's or the
     batches ran 3-5x slower), and on the candidate's, ALONE_CHECKED of its timed calls are always
-    compared with the reference: a room can tell them from its interleaved ones."""
+    compared with the reference (a room can tell them from its interleaved ones), and so is every
+    call at or below ALONE_QUANTILE, which sets its time alone: calls that skipped work would."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge import timing
 
     asked, sampled = [], []
     room = SimpleNamespace(cpu_ms=lambda: 0.0)
-    timed_calls = []
+    timed_calls, cpu = [], iter([0.05 + (i * 7 % 30) * 0.01 for i in range(30)])  # distinct, shuffled
     t = timing.Timed(timing.Lane(), timing.Lane(), cpu_clock=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(timing, "_l2_flush", lambda p: None)
         mp.setattr(timing, "_timed_call", lambda p, r, lane, seed, flush, on_cpu_clock=False:
-                   (asked.append(seed), lane.wall_ms.append(0.1), lane.cpu_ms.append(0.1),
-                    timed_calls.append(seed) if on_cpu_clock else None))
+                   (asked.append(seed), lane.wall_ms.append(0.1),
+                    (lane.cpu_ms.append(next(cpu)), timed_calls.append(seed)) if on_cpu_clock else None))
         mp.setattr(timing, "_sample_outputs", lambda p, t, seed: sampled.append(seed))
-        lane = timing.time_alone(None, room, 12, True, sampled=t)
+        lane = timing.time_alone(None, room, 30, True, sampled=t)
     warm = len(asked) - len(timed_calls)
-    assert warm == timing.ALONE_WARMUP_CALLS and len(lane.cpu_ms) == 12 == len(sampled), (warm, lane)
+    assert warm == timing.ALONE_WARMUP_CALLS and len(lane.cpu_ms) == 30 == len(sampled), (warm, lane)
     assert sampled == timed_calls and set(sampled).isdisjoint(asked[:warm])
-    assert len(t.must_check) == timing.ALONE_CHECKED and set(t.must_check) <= set(sampled)
+    fastest = int(timing.ALONE_QUANTILE * 30) + 1
+    assert len(set(t.must_check)) == len(t.must_check) == fastest + timing.ALONE_CHECKED
+    assert set(t.must_check) <= set(sampled)
+    lowest = sorted(zip(lane.cpu_ms, sampled))[:fastest]
+    assert {seed for _, seed in lowest} <= set(t.must_check)
 
 
 @pytest.mark.parametrize("cand, harness, credited", [(0.08, 0.03, 0.1), (0.05, 0.03, 0.08), (0.12, 0.03, 0.12)])

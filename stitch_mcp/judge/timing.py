@@ -137,6 +137,13 @@ ALONE_CHECKED = 4  # of the candidate's calls timed alone, these are checked wha
 # eager's own relu came out at 0.89-0.93 of eager alone, beside it at 0.97-1.0; a millisecond of
 # matmul and tanh at 0.81 once (2-core host beside two busy loops, 2026-11-27).
 CPU_ALONE_SLACK = 0.15
+# The two alone phases are compared at this quantile of their calls, the candidate's expressed in eager
+# alone's median (_both_alone). Each phase is 50-odd calls, a few milliseconds. A slow stretch of the
+# host inside one (its calls 1.5-3x slower for 20-40 calls, then back) put an honest candidate doing
+# eager's own relu at 1.3-2.1x eager alone by their medians, 0.41-0.82x in 7 of 26 checks on an idle
+# 2-core host (2026-11-27). Their lowest calls are where neither phase was disturbed. The candidate's
+# calls at or below it are all checked (_fastest_calls): a few that skipped work would set it otherwise.
+ALONE_QUANTILE = 0.1
 
 
 def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False,
@@ -157,10 +164,20 @@ def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = F
         if sampled is not None:
             _sample_outputs(p, sampled, seed)
     if sampled is not None:  # some of these always checked: a room can tell them from the interleaved ones
-        sampled.must_check += [seeds.pop(secrets.randbelow(len(seeds))) for _ in range(ALONE_CHECKED)]
+        fastest = _fastest_calls(lane, seeds) if on_cpu_clock else []
+        rest = [seed for seed in seeds if seed not in fastest]
+        sampled.must_check += fastest + [rest.pop(secrets.randbelow(len(rest))) for _ in range(ALONE_CHECKED)]
     if on_cpu_clock:
         lane.idle_cpu_ms = room.cpu_ms() - used - sum(lane.cpu_ms)
     return lane
+
+
+def _fastest_calls(lane: Lane, seeds: list[int]) -> list[int]:
+    """The seeds of a lane's calls at or below its ALONE_QUANTILE on the CPU clock, which set the
+    candidate's time alone (_both_alone): all of them are checked, so that calls that skipped work
+    cannot lower it."""
+    order = sorted(range(len(seeds)), key=lambda i: lane.cpu_ms[i])
+    return [seeds[i] for i in order[:int(ALONE_QUANTILE * len(seeds)) + 1]]
 
 
 def _specs(slots: list[Any]) -> list[Any]:
@@ -454,7 +471,7 @@ def cpu_batches(p: Prepared, rooms: dict[str, RoomClient], t: Timed) -> Batches 
                 rounds_ms.setdefault((lane, n), []).append(spent)
                 if which == "candidate":
                     _check_two(p, t, seeds, slots[which][1], laid)
-    lowest = {key: sorted(spent)[int(CPU_BATCH_QUANTILE * len(spent))] for key, spent in rounds_ms.items()}
+    lowest = {key: _quantile(spent, CPU_BATCH_QUANTILE) for key, spent in rounds_ms.items()}
     idle = {which: rooms[which].cpu_ms() - start - spent for which, (spent, start) in used.items()}
     per = {lane: _lane_per_call(lowest, lane, sizes[which]) for lane, which, _ in CPU_LANES}
     k, k_ref = sizes["candidate"], sizes["reference"]
@@ -862,6 +879,11 @@ def _sampling_generator(p: Prepared, device) -> Any:
     if key not in _generators:
         _generators[key] = p.torch.Generator(device=device).manual_seed(secrets.randbelow(2 ** 63 - 1))
     return _generators[key]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The value at quantile q of `values` (its lowest at q = 0)."""
+    return sorted(values)[int(q * len(values))]
 
 
 def _spread(times: list[float]) -> float:
@@ -1280,11 +1302,14 @@ def _both_alone(timing: dict[str, Any], alone: Timed, beside_ms: float) -> None:
     so that a room slowing eager's calls beside it gains at most that. Where the batches ran, both
     times are credited as the single calls are (_cpu_batch_bound: no gain within the door and
     harness, which a lean room skips). Its better time: the two alone phases run one after the
-    other, and a stretch of a slow host in the candidate's is no sign of anything."""
+    other, and a stretch of a slow host in the candidate's is no sign of anything; for the same
+    reason its time alone is its ALONE_QUANTILE call over eager alone's, in eager alone's median."""
     cand, batch = timing["candidate"], timing.get("batch") or {}
-    eager_ms = statistics.median(_clock(alone.reference, alone.reference))
-    timing["candidate_alone"] = _stats(_charged_clock(alone)[0])
-    own_alone = _credited(timing["candidate_alone"]["median_ms"], eager_ms, batch.get("skippable_ms", 0.0))
+    eager_calls, cand_calls = _clock(alone.reference, alone.reference), _charged_clock(alone)[0]
+    eager_ms = statistics.median(eager_calls)
+    timing["candidate_alone"] = _stats(cand_calls)
+    like_eager = _quantile(cand_calls, ALONE_QUANTILE) * eager_ms / max(_quantile(eager_calls, ALONE_QUANTILE), 1e-9)
+    own_alone = _credited(like_eager, eager_ms, batch.get("skippable_ms", 0.0))
     own = min(own_alone, batch.get("single_credited_ms", cand["median_ms"]))
     _rescale(cand, max(cand["median_ms"] * eager_ms / beside_ms, own / (1 + CPU_ALONE_SLACK)), cand["median_ms"])
     if batch.get("note"):  # its figures were the times beside eager
