@@ -12,7 +12,7 @@ GPU run can be split over several commands that each fit a time limit):
   check      compile_and_check cold / changed candidate / already built, per task, split by stage
              (tools/bench_check.py, in a fresh cache and workspace)
   repeat     each repeat pair's candidate 5 times (fresh workspace each, so eager is re-timed too; on a
-             CPU eager's relu against a C++ loop, and a millisecond of matmul and tanh): spread and
+             CPU eager's relu against a C++ loop, a millisecond of matmul and tanh, and eager's own relu): spread and
              coefficient of variation of the speedup (--busy N: beside N busy loops, a loaded host); on GPU also the reported time against Nsight
              Compute's gpu__time_duration (profile_kernel)
   search     search_cuda_docs build, cold first query, warm p50/p95, hit@5 (tools/bench_search.py)
@@ -112,7 +112,8 @@ def cpu_problems(work: Path) -> dict[str, Path]:
             shutil.copy(PROGRAMS / f"{c}.py", cands / name / f"{c}.py")
     return {"check": check, "batch": probs, "batch_candidates": cands,
             "repeat_pairs": [(PROGRAMS / "ref_relu.py", PROGRAMS / "cand_relu_cpp.py"),  # eager's harness dominates
-                             (PROGRAMS / "ref_mm_tanh.py", PROGRAMS / "cand_mm_tanh.py")]}  # a millisecond of compute
+                             (PROGRAMS / "ref_mm_tanh.py", PROGRAMS / "cand_mm_tanh.py"),  # a millisecond of compute
+                             (PROGRAMS / "ref_relu.py", PROGRAMS / "cand_relu_eager.py")]}  # eager's own relu: 1.0x
 
 
 GPU_BATCH = {  # problem name -> (KernelBench file, candidate sources)

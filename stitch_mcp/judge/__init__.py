@@ -125,12 +125,20 @@ def _judge(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[s
     room = rooms["candidate"]
     lap = _lap(res["stage_seconds"])
     stage("candidate_import")
+    reference = rooms.get("reference")  # loading since prepare, beside the candidate's room
+    if reference is not None and p.device != "cuda":
+        # On a CPU the candidate's room makes its first call only once the reference's has loaded. Two
+        # like processes on one core, one beginning its work while the other still loaded, ran 12%
+        # apart (up to 23%) for their whole lives, the first slower, in 56 of 62 runs. In checks of a
+        # candidate doing eager's own relu, its single calls were 15-19% slower than eager's in one
+        # check of ten, 5-8% with this order (their 90th percentile; 2-core host, 2026-11-27).
+        reference.loaded()
     first = load_candidate(spec, res, p, room)  # imports, lazy builds, construction, a first call: no lease
-    if "reference" in rooms:
-        rooms["reference"].loaded()  # loading since prepare, beside the candidate's room
+    if reference is not None and p.device == "cuda":
+        reference.loaded()
     room.answer(first)  # whatever the candidate compiles on first use is done once it answers
-    if "reference" in rooms:
-        warm_reference(p, rooms["reference"])
+    if reference is not None:
+        warm_reference(p, reference)
     lap("load")
     with _device_lease(spec, res, stage) as lease:  # the GPU to ourselves: trials and timing
         _extend_deadlines(rooms, lease.waited_s)
