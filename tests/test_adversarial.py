@@ -622,6 +622,14 @@ def test_on_the_cpu_clock_no_gain_within_the_harness_is_credited_in_batches(cand
     assert ("room_ms" in info) == (timed > (1 + CPU_BATCH_AGREES) * 0.095), info
 
 
+def _cpu_lane(times: list[float]):
+    """A lane of calls on the CPU clock that took `times` on every clock, nothing spent copying."""
+    from stitch_mcp.judge.timing import Lane
+
+    return Lane(room_ms=list(times), wall_ms=list(times), cpu_ms=list(times), own_cpu_ms=list(times),
+                copy_cpu_ms=[0.0] * len(times))
+
+
 @pytest.mark.parametrize("eager_beside, eager_alone, cand_beside, cand_alone, timed", [
     (1.0, 0.8, 1.0, 0.8, 0.8),  # honest, the same work: both rooms slower beside each other, 1.0x either way
     (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone phase a little slower (they run one after the other): as beside
@@ -638,15 +646,11 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
     beside it gains no more."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Lane, _stats, baselines
-
-    def lane(ms: float) -> Lane:
-        return Lane(room_ms=[ms] * 20, wall_ms=[ms] * 20, cpu_ms=[ms] * 20, own_cpu_ms=[ms] * 20,
-                    copy_cpu_ms=[0.0] * 20)
+    from stitch_mcp.judge.timing import _stats, baselines
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([cand_beside] * 20), "eager": _stats([eager_beside] * 20)}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, lane(eager_alone), lane(cand_alone))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([eager_alone] * 20), _cpu_lane([cand_alone] * 20))
     timing = res["timing"]
     assert timing["eager"]["median_ms"] == pytest.approx(eager_alone), timing
     assert timing["candidate"]["median_ms"] == pytest.approx(timed), timing
@@ -660,15 +664,11 @@ def test_on_the_cpu_clock_a_slow_stretch_in_the_candidates_alone_phase_costs_it_
     put it at 0.66x; such stretches gave honest rooms 0.41-0.82x in 7 of 26 checks (2-core host)."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Lane, _stats, baselines
-
-    def lane(times: list[float]) -> Lane:
-        n = len(times)
-        return Lane(room_ms=times, wall_ms=times, cpu_ms=times, own_cpu_ms=times, copy_cpu_ms=[0.0] * n)
+    from stitch_mcp.judge.timing import _stats, baselines
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([0.2] * 50), "eager": _stats([0.2] * 50)}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, lane([0.1] * 50), lane([0.25] * 25 + [0.1] * 25))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50), _cpu_lane([0.25] * 25 + [0.1] * 25))
     timing = res["timing"]
     assert timing["candidate_alone"]["median_ms"] > 0.17, timing  # reported as measured
     assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(1.0), timing
@@ -681,17 +681,13 @@ def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
     the alone cap holds it to 1.15x; its lean alone time taken as it is would have let 2x through."""
     from types import SimpleNamespace
 
-    from stitch_mcp.judge.timing import Lane, _stats, baselines
-
-    def lane(ms: float) -> Lane:
-        return Lane(room_ms=[ms] * 20, wall_ms=[ms] * 20, cpu_ms=[ms] * 20, own_cpu_ms=[ms] * 20,
-                    copy_cpu_ms=[0.0] * 20)
+    from stitch_mcp.judge.timing import _stats, baselines
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([0.5] * 20), "eager": _stats([1.0] * 20),
                       "batch": {"speedup": 2.0, "skippable_ms": 0.3, "single_credited_ms": 0.8,
                                 "note": "the candidate is timed at eager's time over its speedup in batches"}}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, lane(0.5), lane(0.2))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.5] * 20), _cpu_lane([0.2] * 20))
     timing = res["timing"]
     assert 0.5 / timing["candidate"]["median_ms"] == pytest.approx(1.15), timing
     # the batch note's figures were beside eager: it says what set the time after them
