@@ -187,3 +187,15 @@ def interrupts_on(core: int) -> int | None:
         if len(fields) > column and fields[column].isdigit():
             total += int(fields[column])
     return total
+
+
+def queued_ms() -> float:
+    """How long the calling thread has waited, runnable, for a core since it started (the kernel's
+    `run_delay`, /proc/thread-self/schedstat); 0.0 where that cannot be read. The judge's thread waits
+    so while a room it woke runs on its core, and behind whatever else runs there after the room
+    answers (judge.timing._blocked_ms)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return 0.0
