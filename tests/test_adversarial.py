@@ -630,16 +630,9 @@ def _cpu_lane(times: list[float]):
                 copy_cpu_ms=[0.0] * len(times))
 
 
-def _turns(eager: list[float], candidate: list[float]):
-    """Both rooms timed as alone, in turns (time_in_turns), at `eager` and `candidate` per call."""
-    from stitch_mcp.judge.timing import Timed
-
-    return Timed(_cpu_lane(eager), _cpu_lane(candidate), cpu_clock=True)
-
-
 @pytest.mark.parametrize("eager_beside, eager_alone, cand_beside, cand_alone, timed", [
     (1.0, 0.8, 1.0, 0.8, 0.8),  # honest, the same work: both rooms slower beside each other, 1.0x either way
-    (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone calls a little slower than eager's: as beside
+    (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone phase a little slower (they run one after the other): as beside
     (1.0, 0.97, 1.0, 1.2, 0.97),  # a slow stretch in its alone phase, none in eager's: as beside
     (1.0, 0.5, 0.5, 0.5, 0.5 / 1.15),  # eager slowed 2x beside it, not itself: 1.15x its pair alone, not 2x
     (1.0, 0.5, 0.5, 0.9, 0.5 / 1.15),  # the same, and slower alone: the better of its times counts
@@ -657,8 +650,7 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([cand_beside] * 20), "eager": _stats([eager_beside] * 20)}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([eager_alone] * 20),
-              _turns([eager_alone] * 20, [cand_alone] * 20))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([eager_alone] * 20), _cpu_lane([cand_alone] * 20))
     timing = res["timing"]
     assert timing["eager"]["median_ms"] == pytest.approx(eager_alone), timing
     assert timing["candidate"]["median_ms"] == pytest.approx(timed), timing
@@ -667,62 +659,19 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
 
 
 def test_on_the_cpu_clock_a_slow_stretch_in_the_candidates_alone_phase_costs_it_nothing():
-    """An honest candidate doing eager's own work, the host slow through the first half of both rooms'
-    turns alone (their first 25 calls 2.5x slower) and fast while eager was timed alone last: it keeps
-    1.0x. Its alone calls read against eager alone's last would have put it at 0.66x by medians;
-    such stretches gave honest rooms 0.41-0.82x in 7 of 26 checks (2-core host)."""
+    """An honest candidate doing eager's own work, its alone phase half in a slow stretch of the host
+    (its first 25 calls 2.5x slower, then as eager's): it keeps 1.0x. By the phases' medians the cap
+    put it at 0.66x; such stretches gave honest rooms 0.41-0.82x in 7 of 26 checks (2-core host)."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import _stats, baselines
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([0.2] * 50), "eager": _stats([0.2] * 50)}}
-    slow_then_fast = [0.25] * 25 + [0.1] * 25
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50), _turns(slow_then_fast, slow_then_fast))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50), _cpu_lane([0.25] * 25 + [0.1] * 25))
     timing = res["timing"]
     assert timing["candidate_alone"]["median_ms"] > 0.17, timing  # reported as measured
     assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(1.0), timing
-
-
-def test_on_the_cpu_clock_the_candidate_alone_is_read_against_eager_in_the_same_turns():
-    """The host slow through both rooms' turns (1.8x, as beside two busy loops on the 2-core host) and
-    fast for eager's last phase alone: an honest candidate doing eager's own work keeps 1.0x (read
-    against eager's last phase it got 0.44-0.7x in 6 of 30 checks); one 1.5x slower than eager in the
-    same turns is held at 1.15x its time alone."""
-    from types import SimpleNamespace
-
-    from stitch_mcp.judge.timing import CPU_ALONE_SLACK, _stats, baselines
-
-    for cand_turns, speedup in ((0.18, 1.0), (0.27, (0.18 / 0.27) * (1 + CPU_ALONE_SLACK))):
-        res = {"checks_run": ["timing_cpu_clock"], "findings": [],
-               "timing": {"candidate": _stats([0.2] * 50), "eager": _stats([0.2] * 50)}}
-        baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50), _turns([0.18] * 50, [cand_turns] * 50))
-        timing = res["timing"]
-        assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(speedup), timing
-
-
-@pytest.mark.parametrize("idle_ms, irq_per_ms, speedup", [
-    (0.02, 0.25, 2.0),  # no work beside eager's turns: read against eager's there (eager was slow there)
-    (2.0, 0.25, 1.15),  # worked between its calls (evicting eager's cache): read against eager alone's last
-    (0.02, 5.0, 1.15),  # interrupts came in eager's calls: the same
-])
-def test_on_the_cpu_clock_a_candidate_working_beside_eagers_turns_is_read_against_eager_alone(idle_ms, irq_per_ms, speedup):
-    """A room as fast as eager alone (0.1 ms) that slowed eager 2x, beside it and in the turns too, by
-    work between its calls or timers expiring in eager's calls: its time alone is read against
-    eager's after its room ended, 1.15x at most; without such work, against eager's turns."""
-    from types import SimpleNamespace
-
-    from stitch_mcp.judge.timing import _stats, baselines
-
-    turns = _turns([0.2] * 50, [0.1] * 50)
-    turns.candidate.idle_cpu_ms = idle_ms
-    turns.reference.irq_windows, turns.candidate.irq_windows = [(int(irq_per_ms * 10), 10.0)] * 5, [(2, 10.0)] * 5
-    res = {"checks_run": ["timing_cpu_clock"], "findings": [],
-           "timing": {"candidate": _stats([0.1] * 50), "eager": _stats([0.2] * 50)}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50), turns)
-    timing = res["timing"]
-    assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(speedup), timing
-    assert ("read against eager's once it had ended" in timing["eager_note"]) == (speedup < 2), timing["eager_note"]
 
 
 def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
@@ -738,48 +687,36 @@ def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
            "timing": {"candidate": _stats([0.5] * 20), "eager": _stats([1.0] * 20),
                       "batch": {"speedup": 2.0, "skippable_ms": 0.3, "single_credited_ms": 0.8,
                                 "note": "the candidate is timed at eager's time over its speedup in batches"}}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.5] * 20), _turns([0.5] * 20, [0.2] * 20))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.5] * 20), _cpu_lane([0.2] * 20))
     timing = res["timing"]
     assert 0.5 / timing["candidate"]["median_ms"] == pytest.approx(1.15), timing
     # the batch note's figures were beside eager: it says what set the time after them
     assert timing["batch"]["note"].endswith(f"the candidate with it, at {timing['candidate']['median_ms']:.4g} ms")
 
 
-def test_rooms_timed_in_turns_are_warmed_up_and_some_of_the_candidates_calls_always_checked():
-    """Before eager is timed alone, both rooms are timed in turns of ALONE_TURN calls, each after
-    untimed calls (a room's first calls after the other room's or the batches ran 3-5x slower); of
-    the candidate's, ALONE_CHECKED timed calls are always compared with the reference (a room can
-    tell them from its interleaved ones), and so is every call at or below ALONE_QUANTILE, which
-    sets its time alone: calls that skipped work would."""
+def test_a_candidate_timed_alone_is_warmed_up_and_some_of_its_calls_always_checked():
+    """A room timed alone first makes untimed calls (its first calls after the other room's or the
+    batches ran 3-5x slower), and on the candidate's, ALONE_CHECKED of its timed calls are always
+    compared with the reference (a room can tell them from its interleaved ones), and so is every
+    call at or below ALONE_QUANTILE, which sets its time alone: calls that skipped work would."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge import timing
 
-    asked, sampled, timed_calls = {"reference": [], "candidate": []}, [], {"reference": [], "candidate": []}
-    rooms = {which: SimpleNamespace(cpu_ms=lambda: 0.0, role=which) for which in ("reference", "candidate")}
-    order, cpu = [], iter([0.05 + (i * 7 % 60) * 0.01 for i in range(60)])  # distinct, shuffled
-
-    def call(p, room, lane, seed, flush, on_cpu_clock=False, irq=None):
-        asked[room.role].append(seed)
-        lane.wall_ms.append(0.1)
-        if on_cpu_clock:
-            lane.cpu_ms.append(next(cpu))
-            timed_calls[room.role].append(seed)
-            order.append(room.role)
-
+    asked, sampled = [], []
+    room = SimpleNamespace(cpu_ms=lambda: 0.0)
+    timed_calls, cpu = [], iter([0.05 + (i * 7 % 30) * 0.01 for i in range(30)])  # distinct, shuffled
     t = timing.Timed(timing.Lane(), timing.Lane(), cpu_clock=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(timing, "_l2_flush", lambda p: None)
-        mp.setattr(timing, "_timed_call", call)
+        mp.setattr(timing, "_timed_call", lambda p, r, lane, seed, flush, on_cpu_clock=False:
+                   (asked.append(seed), lane.wall_ms.append(0.1),
+                    (lane.cpu_ms.append(next(cpu)), timed_calls.append(seed)) if on_cpu_clock else None))
         mp.setattr(timing, "_sample_outputs", lambda p, t, seed: sampled.append(seed))
-        turns = timing.time_in_turns(None, rooms, 30, t)
-    n = timing.ALONE_TURN
-    assert order == (["candidate"] * n + ["reference"] * n) * (30 // n), order
-    for which in rooms:
-        warm = len(asked[which]) - len(timed_calls[which])
-        assert warm == timing.ALONE_WARMUP_CALLS and len(getattr(turns, which).cpu_ms) == 30, (which, warm)
-    lane = turns.candidate
-    assert sampled == timed_calls["candidate"] and set(sampled).isdisjoint(asked["candidate"][:timing.ALONE_WARMUP_CALLS])
+        lane = timing.time_alone(None, room, 30, True, sampled=t)
+    warm = len(asked) - len(timed_calls)
+    assert warm == timing.ALONE_WARMUP_CALLS and len(lane.cpu_ms) == 30 == len(sampled), (warm, lane)
+    assert sampled == timed_calls and set(sampled).isdisjoint(asked[:warm])
     fastest = int(timing.ALONE_QUANTILE * 30) + 1
     assert len(set(t.must_check)) == len(t.must_check) == fastest + timing.ALONE_CHECKED
     assert set(t.must_check) <= set(sampled)

@@ -67,7 +67,6 @@ from stitch_mcp.judge.timing import (
     physical_floor,
     settle_cpu_clock,
     time_alone,
-    time_in_turns,
     time_rooms,
 )
 from stitch_mcp.judge.trials import run_trials, trial_findings
@@ -188,12 +187,12 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
-        alone = turns = None
+        alone = candidate_alone = None
         agrees, verified = eager_agrees(spec, res, timed), batches_verified(timed, batches, p.device)
         if timed.cpu_clock and not agrees:  # eager is timed alone next: on the CPU clock, the candidate too
-            stage("timing", what="each room alone, in turns")
-            turns = time_in_turns(p, rooms, len(timed.candidate.room_ms) // 2, timed)
-            lap("timing_in_turns")
+            stage("timing", what="the candidate alone")
+            candidate_alone = time_alone(p, room, len(timed.candidate.room_ms) // 2, True, sampled=timed)
+            lap("timing_candidate_alone")
         res["findings"] += room.process_findings()
         if agrees and verified is None:
             closing = _start_closing([room, reference])
@@ -218,7 +217,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         physical_floor(res, p, timed, spec)
         if needs_compile_timed(spec, res):
             closing.join()  # torch.compile is timed with no room alive
-        baselines(spec, res, p, stage, alone, turns)
+        baselines(spec, res, p, stage, alone, candidate_alone)
         if timed.cpu_clock:
             settle_cpu_clock(res)
         lap("timing_baselines")

@@ -136,76 +136,43 @@ ALONE_WARMUP_CALLS = 10
 ALONE_WARMUP_S = 0.25
 ALONE_CHECKED = 4  # of the candidate's calls timed alone, these are checked whatever else is drawn
 # On the CPU clock a candidate gets no speedup beyond this over eager alone against its better time
-# (_both_alone). With the two rooms' alone phases one after the other, a candidate running eager's own
-# relu came out at 0.89-0.93 of eager alone, beside it at 0.97-1.0; a millisecond of matmul and tanh
-# at 0.81 once (2-core host beside two busy loops, 2026-11-27).
+# (_both_alone). The two alone phases run one after the other, not interleaved: a candidate running
+# eager's own relu came out at 0.89-0.93 of eager alone, beside it at 0.97-1.0; a millisecond of
+# matmul and tanh at 0.81 once (2-core host beside two busy loops, 2026-11-27).
 CPU_ALONE_SLACK = 0.15
-# The rooms' calls alone are compared at this quantile, the candidate's expressed in eager alone's
-# median (_both_alone). A slow stretch of the host (calls 1.5-3x slower for 20-40 calls, then back)
-# put an honest candidate doing eager's own relu at 1.3-2.1x eager alone by medians, 0.41-0.82x in 7
-# of 26 checks on an idle 2-core host (2026-11-27). Their lowest calls are where neither room was
-# disturbed. The candidate's calls at or below it are all checked (_fastest_calls): a few that
-# skipped work would set it otherwise.
+# The two alone phases are compared at this quantile of their calls, the candidate's expressed in eager
+# alone's median (_both_alone). Each phase is 50-odd calls, a few milliseconds. A slow stretch of the
+# host inside one (its calls 1.5-3x slower for 20-40 calls, then back) put an honest candidate doing
+# eager's own relu at 1.3-2.1x eager alone by their medians, 0.41-0.82x in 7 of 26 checks on an idle
+# 2-core host (2026-11-27). Their lowest calls are where neither phase was disturbed. The candidate's
+# calls at or below it are all checked (_fastest_calls): a few that skipped work would set it otherwise.
 ALONE_QUANTILE = 0.1
 
 
-def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False) -> Lane:
-    """The reference's room timed on its own once the candidate's room is gone: the clean eager time."""
+def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False,
+               sampled: Timed | None = None) -> Lane:
+    """A room timed on its own, nothing of the other room between its calls: the reference's once
+    the candidate's room is gone (the clean eager time) and, on the CPU clock, the candidate's just
+    before its room is closed, so that the two compare like with like (baselines). `sampled`: where
+    the candidate's outputs are kept to be checked (check_timed_outputs)."""
     flush = _l2_flush(p)
-    if on_cpu_clock:
-        _warm_up(p, room, flush)
+    warm, started = Lane(), time.monotonic()
+    while on_cpu_clock and len(warm.wall_ms) < ALONE_WARMUP_CALLS and time.monotonic() - started < ALONE_WARMUP_S:
+        _timed_call(p, room, warm, secrets.randbelow(2 ** 31 - 1), flush)
     lane = Lane()
     used = room.cpu_ms() if on_cpu_clock else 0.0
-    for _ in range(max(calls, 10)):
-        _timed_call(p, room, lane, secrets.randbelow(2 ** 31 - 1), flush, on_cpu_clock)
+    seeds = [secrets.randbelow(2 ** 31 - 1) for _ in range(max(calls, 10))]
+    for seed in seeds:
+        _timed_call(p, room, lane, seed, flush, on_cpu_clock)
+        if sampled is not None:
+            _sample_outputs(p, sampled, seed)
+    if sampled is not None:  # some of these always checked: a room can tell them from the interleaved ones
+        fastest = _fastest_calls(lane, seeds) if on_cpu_clock else []
+        rest = [seed for seed in seeds if seed not in fastest]
+        sampled.must_check += fastest + [rest.pop(secrets.randbelow(len(rest))) for _ in range(ALONE_CHECKED)]
     if on_cpu_clock:
         lane.idle_cpu_ms = room.cpu_ms() - used - sum(lane.cpu_ms)
     return lane
-
-
-def _warm_up(p: Prepared, room: RoomClient, flush) -> None:
-    warm, started = Lane(), time.monotonic()
-    while len(warm.wall_ms) < ALONE_WARMUP_CALLS and time.monotonic() - started < ALONE_WARMUP_S:
-        _timed_call(p, room, warm, secrets.randbelow(2 ** 31 - 1), flush)
-
-
-# On the CPU clock, before eager is timed alone, each room is timed in turns of this many calls,
-# nothing of the other room between them (time_in_turns). The two rooms timed one after the other
-# instead, eager's own relu as the candidate ran 1.2-1.8x slower than eager at their 10th-percentile
-# calls in 6 of 30 checks beside two busy loops, and as fast when timed again a few milliseconds
-# later (2-core host, 2026-11-27): the host changes from one stretch of milliseconds to the next.
-ALONE_TURN = 10
-
-
-def time_in_turns(p: Prepared, rooms: dict[str, RoomClient], calls: int, sampled: Timed) -> Timed:
-    """On the CPU clock, where eager is timed alone next (baselines): both rooms timed as they are
-    alone, in turns of ALONE_TURN calls, so that the candidate's time alone is read against eager's
-    in the same stretches of the host (_both_alone). `sampled`: where the candidate's outputs are
-    kept to be checked (check_timed_outputs); ALONE_CHECKED of its calls here and all those that
-    set its time are always checked."""
-    flush = _l2_flush(p)
-    t = Timed(Lane(), Lane(), cpu_clock=True)
-    for which in ("reference", "candidate"):
-        _warm_up(p, rooms[which], flush)
-    used = {which: room.cpu_ms() for which, room in rooms.items()}
-    seeds: list[int] = []
-    irq = _interrupt_window()
-    while len(seeds) < max(calls, 10):
-        for which in ("candidate", "reference"):
-            for _ in range(ALONE_TURN):
-                seed = secrets.randbelow(2 ** 31 - 1)
-                _timed_call(p, rooms[which], getattr(t, which), seed, flush, True, irq)
-                if which == "candidate":
-                    seeds.append(seed)
-                    _sample_outputs(p, sampled, seed)
-    for which, room in rooms.items():
-        lane = getattr(t, which)
-        lane.idle_cpu_ms = room.cpu_ms() - used[which] - sum(lane.cpu_ms)
-    # some of these always checked: a room can tell them from the interleaved ones
-    fastest = _fastest_calls(t.candidate, seeds)
-    rest = [seed for seed in seeds if seed not in fastest]
-    sampled.must_check += fastest + [rest.pop(secrets.randbelow(len(rest))) for _ in range(ALONE_CHECKED)]
-    return t
 
 
 def _fastest_calls(lane: Lane, seeds: list[int]) -> list[int]:
@@ -1351,25 +1318,20 @@ def physical_floor(res: dict[str, Any], p: Prepared, t: Timed, spec: dict[str, A
             f"({lowest.note}): impossible for honest work"))
 
 
-def _both_alone(timing: dict[str, Any], turns: Timed, eager_alone: Lane, beside_ms: float) -> None:
-    """On the CPU clock, where eager alone (`eager_alone`) came out lower than beside the candidate
-    (`beside_ms`): the candidate's time lowered as much (rooms taking turns on one core evict each
-    other's caches, each slower beside the other than alone), but no speedup beyond CPU_ALONE_SLACK
-    over eager alone against the candidate's better time, alone or in its single calls beside eager,
-    so that a room slowing eager's calls beside it gains at most that. Its time alone: its
-    ALONE_QUANTILE call in `turns` (both rooms timed as alone, in turns, just before its room was
-    closed; its calls charged as beside eager) over eager's there, in eager alone's median; over
-    eager alone's where it worked beside eager's calls in the turns (_turns_undisturbed). Where the
-    batches ran, both times are credited as the single calls are (_cpu_batch_bound: no gain within
-    the door and harness, which a lean room skips)."""
+def _both_alone(timing: dict[str, Any], alone: Timed, beside_ms: float) -> None:
+    """On the CPU clock, where eager alone came out lower than beside the candidate (`beside_ms`): the
+    candidate's time lowered as much (rooms taking turns on one core evict each other's caches, each
+    slower beside the other than alone), but no speedup beyond CPU_ALONE_SLACK over eager alone
+    against the candidate's better time, alone or in its single calls beside eager (`alone`: the
+    candidate's room timed just before it was closed, charged as beside eager, and eager's after),
+    so that a room slowing eager's calls beside it gains at most that. Where the batches ran, both
+    times are credited as the single calls are (_cpu_batch_bound: no gain within the door and
+    harness, which a lean room skips). Its better time: the two alone phases run one after the
+    other, and a stretch of a slow host in the candidate's is no sign of anything; for the same
+    reason its time alone is its ALONE_QUANTILE call over eager alone's, in eager alone's median."""
     cand, batch = timing["candidate"], timing.get("batch") or {}
-    eager_calls, cand_calls = _clock(eager_alone, eager_alone), _charged_clock(turns)[0]
+    eager_calls, cand_calls = _clock(alone.reference, alone.reference), _charged_clock(alone)[0]
     eager_ms = statistics.median(eager_calls)
-    if _turns_undisturbed(turns):
-        eager_calls = _clock(turns.reference, turns.reference)
-    else:
-        timing["eager_note"] += ("; the candidate's processes worked between its calls in turns with eager (or interrupts "
-                                 "came in eager's): its time alone is read against eager's once it had ended")
     timing["candidate_alone"] = _stats(cand_calls)
     like_eager = _quantile(cand_calls, ALONE_QUANTILE) * eager_ms / max(_quantile(eager_calls, ALONE_QUANTILE), 1e-9)
     own_alone = _credited(like_eager, eager_ms, batch.get("skippable_ms", 0.0))
@@ -1377,27 +1339,9 @@ def _both_alone(timing: dict[str, Any], turns: Timed, eager_alone: Lane, beside_
     _rescale(cand, max(cand["median_ms"] * eager_ms / beside_ms, own / (1 + CPU_ALONE_SLACK)), cand["median_ms"])
     if batch.get("note"):  # its figures were the times beside eager
         batch["note"] += f"; then eager was timed alone, and the candidate with it, at {cand['median_ms']:.4g} ms"
-    timing["eager_note"] += (f"; the candidate, timed alone too ({timing['candidate_alone']['median_ms']:.4g} ms, "
-                             f"in turns with eager), was given its speedup beside it, up to {1 + CPU_ALONE_SLACK:.3g}x "
-                             "eager alone's over its better time")
-
-
-# In the turns, the candidate's processes may use this much CPU between its calls beyond the
-# reference's, or TURNS_IDLE_SHARE of the CPU of its calls, before eager's calls there stop standing
-# for eager alone (_turns_undisturbed). Honest rooms differed by 0.03 ms at most (2026-11-27).
-TURNS_IDLE_MS = 0.5
-TURNS_IDLE_SHARE = 0.02
-
-
-def _turns_undisturbed(turns: Timed) -> bool:
-    """Whether eager's calls in the turns can be read as eager alone: the candidate's room, alive
-    beside them, did not work between its calls (cache it evicts while eager runs slows eager's
-    calls on the CPU clock) beyond TURNS_IDLE_MS, and no storm of interrupts came in eager's
-    calls (interrupt_rates): else its time alone is read against eager's after it ended."""
-    a, b = turns.reference, turns.candidate
-    rates = interrupt_rates(turns)
-    return (b.idle_cpu_ms - a.idle_cpu_ms <= max(TURNS_IDLE_MS, TURNS_IDLE_SHARE * sum(b.cpu_ms))
-            and not (rates and rates[0] - rates[1] > STORM_MARGIN))
+    timing["eager_note"] += (f"; the candidate, timed alone too ({timing['candidate_alone']['median_ms']:.4g} ms), "
+                             f"was given its speedup beside it, up to {1 + CPU_ALONE_SLACK:.3g}x eager alone's over "
+                             "its better time")
 
 
 def needs_compile_timed(spec: dict[str, Any], res: dict[str, Any]) -> bool:
@@ -1409,11 +1353,11 @@ def needs_compile_timed(spec: dict[str, Any], res: dict[str, Any]) -> bool:
 
 
 def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alone: Lane | None,
-              turns: Timed | None = None) -> None:
+              candidate_alone: Lane | None = None) -> None:
     """Eager: the interleaved time, or the reference's room timed alone after the candidate's room
     was ended where that is lower (slowing the reference's room down gains the candidate nothing);
     `alone` is None where the interleaved time agrees with the task's clean one (eager_agrees). On
-    the CPU clock both rooms were timed as alone, in turns, before (`turns`): _both_alone.
+    the CPU clock the candidate's room was timed alone too (`candidate_alone`): _both_alone.
     torch.compile: cached per task by check.py; where it is not, timed by the baseline worker
     check.py started (`compile_baseline_pending`), else here, after the rooms are gone (compiled
     before the check's memory share where check.py asked for `compile_in_judge`: prepare._compile_ahead)."""
@@ -1427,8 +1371,8 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
                                     f"{alone_stats['median_ms']:.4g} ms alone; the lower is used")
             timing["eager"] = alone_stats
             batch, cand = timing.get("batch") or {}, timing["candidate"]
-            if turns is not None:  # the CPU clock
-                _both_alone(timing, turns, alone, beside_ms)
+            if candidate_alone is not None:  # the CPU clock
+                _both_alone(timing, Timed(alone, candidate_alone, cpu_clock=True), beside_ms)
             elif batch.get("room_ms") and batch.get("speedup"):  # the batches' speedup, or the room's if lower
                 _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]), cand["median_ms"])
             elif batch.get("room_ms") and batch.get("unverified"):  # capped as in judge_times, at eager's new time
