@@ -1155,7 +1155,6 @@ def test_the_judge_reads_its_own_wait_for_the_core():
     beside a busy process on its one core it grows by about half the time spent."""
     import subprocess
     import sys
-    import time
 
     from stitch_mcp.cpusets import queued_ms
 
