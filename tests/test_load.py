@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CALLS = 20
 DEADLINE_S = 600  # the whole batch; on 2 loaded cores it takes 1-3 minutes (run stages are serialised)
+RUN_TIMEOUT_S = 300  # the server's run-stage limit here: a check's run stage waits behind the others'
 
 
 def candidate(i: int) -> str:
@@ -31,7 +32,7 @@ def candidate(i: int) -> str:
 async def test_twenty_concurrent_checks_over_http(run_dir):
     marker = new_marker()
     data = run_dir / "load" / "data"
-    env = server_env(marker, data, STITCH_RUN_TIMEOUT_S=300, STITCH_TIMING_ITERS=20)
+    env = server_env(marker, data, STITCH_RUN_TIMEOUT_S=RUN_TIMEOUT_S, STITCH_TIMING_ITERS=20)
     results: dict[int, dict] = {}
     errors: list[str] = []
     with http_server(marker, data, env=env) as srv:
@@ -44,7 +45,7 @@ async def test_twenty_concurrent_checks_over_http(run_dir):
                         c, "compile_and_check",
                         {"candidate": candidate(i), "reference": prog("ref_relu"), "timing": True,
                          "compare_compile": False},
-                        max_wait_s=10, deadline_s=DEADLINE_S)
+                        max_wait_s=10, deadline_s=DEADLINE_S, stage_limits={"run": float(RUN_TIMEOUT_S)})
             except Exception as exc:  # noqa: BLE001 - collected and reported below
                 errors.append(f"call {i}: {type(exc).__name__}: {exc}")
 
