@@ -60,6 +60,21 @@ async def test_every_tool_prompt_and_resource_has_a_title_and_truthful_hints():
         t.name for t in templates}
 
 
+async def test_the_check_results_schema_states_the_judges_own_slack():
+    """The output schema tells the Coder how far the judge lets a speedup go beyond what it checked;
+    those numbers are the judge's constants, not copies that could drift from them."""
+    from stitch_mcp.judge.timing import BATCH_SLACK, CPU_ALONE_SLACK, CPU_BATCH_LOWERS
+
+    async with Client(create_server()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    defs = tools["compile_and_check"].output_schema["$defs"]
+    said = {(model, name): field["description"] for model in ("TimingReport", "BatchTiming")
+            for name, field in defs[model]["properties"].items() if "description" in field}
+    assert f"at most {1 + CPU_ALONE_SLACK:.3g}x eager alone's" in said["TimingReport", "candidate_alone"]
+    assert f"up to {1 + CPU_BATCH_LOWERS:.2g}x what this shows" in said["BatchTiming", "single_credited_ms"]
+    assert f"over {BATCH_SLACK:g} times its kernel's time" in said["BatchTiming", "host_bound"]
+
+
 async def test_wrong_types_get_field_level_messages():
     async with Client(create_server()) as client:
         text = _text(await client.call_tool("search_cuda_docs", {"query": "x", "k": "many", "include_text": "maybe"}))
