@@ -55,23 +55,25 @@ from stitch_mcp.stage_results import (
 log = logging.getLogger(__name__)
 
 OUTPUT_LIMIT = 4000
-FIXED_SEED = 42
 
 
 # ------------------------------------------------------------------ planning
 
 
 def trial_plan(trials: int) -> list[tuple[int, str, str]]:
-    """(seed, input distribution, weights) per trial: fixed seeds plus one the caller cannot predict."""
+    """(seed, input distribution, weights) per trial, every seed drawn for this check. A seed fixed
+    across checks made the same inputs every time: a room that rebuilt the heavy-tailed trial's inputs
+    at import (the judge's own `distribute`, from the seed a failed check's feedback names) passed
+    while wrong on every other heavy-tailed draw (red team, 2026-11-27). A drawn seed can be named in
+    feedback: it says how to make the failing inputs again and nothing about the next check's."""
     base = [("task", "task"), ("task", "task"), ("normal", "task"), ("heavy_tailed", "task"), ("task", "reinit")]
     extra = [("task", "task"), ("normal", "task"), ("heavy_tailed", "task")]
     plan = []
     for i in range(trials):
         dist, weights = base[i] if i < len(base) else extra[(i - len(base)) % len(extra)]
-        plan.append([FIXED_SEED + 1000 * i, dist, weights])
+        plan.append([secrets.randbelow(2 ** 31 - 1), dist, weights])
     if trials > 5:  # re-initialised weights stay in the model: make them the last trial
         plan[4][2], plan[-1][2] = "task", "reinit"
-    plan[1 if trials >= 2 else 0][0] = secrets.randbelow(2 ** 31 - 1)
     return [tuple(p) for p in plan]  # type: ignore[misc]
 
 

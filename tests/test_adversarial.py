@@ -278,6 +278,18 @@ def test_patched_harness_objects(clean_honest):
     assert_contained(r, source, before, clean_honest)
 
 
+def test_trial_inputs_made_ahead_of_the_check_are_never_the_trials():
+    """A room right only on inputs it rebuilt at import, from trial seeds that checks once used for
+    every candidate (the heavy-tailed trial's included, as the judge's `distribute` makes them),
+    clamping everywhere else: every trial's seed is drawn for the check, so the heavy-tailed trial
+    catches it (it passed every check while those seeds were fixed, red team 2026-11-27)."""
+    r = judge(attack_source("atk_known_trial_inputs"), ref="ref_scale")
+    assert r.verdict == "fail", r.summary
+    failed = [t for t in r.correctness.trials if not t.ok]
+    assert [t.inputs for t in failed] == ["heavy_tailed"], r.correctness.trials
+    assert failed[0].seed != 42 + 1000 * failed[0].trial
+
+
 # ------------------------------------------------------------------ storage, secrets, the server
 
 

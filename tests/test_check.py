@@ -201,12 +201,16 @@ def test_cached_times_of_another_clock_are_not_used():
     assert _cached_baselines(ws, r.task_id, get_settings().timing_iters) == {}
 
 
-def test_unpredictable_seed_in_every_plan():
-    a, b = trial_plan(5), trial_plan(5)
-    assert [p[0] for p in a][0] == 42 and a[0][0] == b[0][0]
-    assert a[1][0] != b[1][0] or a[1][0] != trial_plan(5)[1][0]
-    assert a[-1][2] == "reinit"
-    assert trial_plan(1)[0][0] != 42 or trial_plan(1)[0][0] != trial_plan(1)[0][0]
+def test_every_trial_seed_is_drawn_for_its_check():
+    """No trial's inputs can be rebuilt ahead of a check: not the heavy-tailed trial's, nor those of
+    the one with re-initialised weights (a room that rebuilt fixed-seed inputs at import passed
+    while wrong elsewhere)."""
+    plans = [trial_plan(5) for _ in range(3)]
+    for i in range(5):
+        assert len({plan[i][0] for plan in plans}) == 3, plans
+    assert [(d, w) for _, d, w in plans[0]] == [("task", "task"), ("task", "task"), ("normal", "task"),
+                                                ("heavy_tailed", "task"), ("task", "reinit")]
+    assert trial_plan(7)[-1][2] == "reinit" and trial_plan(7)[4][2] == "task"
 
 
 def test_weights_are_reinitialised_and_copied():
