@@ -116,6 +116,14 @@ class LoadState(BaseModel):
     tensors: dict[str, SharedTensor]
 
 
+class ReadState(BaseModel):
+    """Copy the model's parameters/buffers of these names into the shared tensors, for the judge to
+    read: which of ModelNew's tensors hold which of Model's values, where their names differ."""
+
+    kind: Literal["read_state"] = "read_state"
+    tensors: dict[str, SharedTensor]
+
+
 class Call(BaseModel):
     """Run forward(*args); copy each output i into `outputs[i]` when shape and dtype match.
 
@@ -160,7 +168,8 @@ class Bye(BaseModel):
     kind: Literal["bye"] = "bye"
 
 
-Command = Annotated[Union[Attach, Load, Rehearse, LoadState, Call, Batch, Run, Ping, Bye], Field(discriminator="kind")]
+Command = Annotated[Union[Attach, Load, Rehearse, LoadState, ReadState, Call, Batch, Run, Ping, Bye],
+                    Field(discriminator="kind")]
 
 
 # ------------------------------------------------------------------ room -> judge

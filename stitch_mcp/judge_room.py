@@ -43,6 +43,7 @@ from stitch_mcp.door import (
     Loaded,
     LoadState,
     Ping,
+    ReadState,
     Ready,
     Rehearse,
     Run,
@@ -75,7 +76,8 @@ class RoomGone(Exception):
 
 
 # what each command must be answered with (a Failed aside)
-EXPECTED: dict[type, type] = {Load: Loaded, Rehearse: Loaded, Call: Called, Batch: Done, Run: Done, LoadState: Done, Attach: Done, Ping: Done}
+EXPECTED: dict[type, type] = {Load: Loaded, Rehearse: Loaded, Call: Called, Batch: Done, Run: Done, LoadState: Done,
+                              ReadState: Done, Attach: Done, Ping: Done}
 # the failures a candidate's process can report about itself; anything else it claims is its runtime error
 CANDIDATE_KINDS = {"import_error", "syntax_error", "compile_error", "interface", "init_error", "runtime_error",
                    "needs_gpu", "room_error", "illegal_memory_access", "launch_failure", "device_assert",

@@ -529,11 +529,27 @@ def test_heavy_tailed_inputs_catch_range_limited_candidate():
     assert all(t.ok for t in r.correctness.trials if t.inputs == "task" and t.weights == "task")
 
 
-def test_reinitialised_weights_catch_frozen_weights():
-    r = check("ref_linear", "cand_linear_frozen")
+@pytest.mark.parametrize("cand", ["cand_linear_frozen", "cand_linear_frozen_renamed"])
+def test_reinitialised_weights_catch_frozen_weights(cand):
+    """Also where ModelNew's module has another name than Model's: its weights are found by the
+    values they were built with."""
+    r = check("ref_linear", cand)
     assert r.verdict == "fail", r.summary
     bad = [t for t in r.correctness.trials if not t.ok]
     assert bad and all(t.weights == "reinit" for t in bad)
+
+
+@pytest.mark.parametrize("cand,kept", [("cand_linear_renamed", ""), ("cand_linear_transposed", "linear.weight")])
+def test_reinitialised_weights_reach_renamed_and_restored_parameters(cand, kept):
+    """No false alarm: honest candidates that renamed the reference's parameters, or store a weight
+    transposed, pass the trial with re-initialised weights; a tensor no parameter of ModelNew holds
+    keeps the task's values in both, and the trial says which."""
+    r = check("ref_linear", cand)
+    assert r.verdict == "pass", r.summary
+    last = r.correctness.trials[-1]
+    assert last.weights == "reinit", last
+    said = " ".join(last.problems)
+    assert (f"{kept} kept the task's values" in said) if kept else "kept" not in said, last.problems
 
 
 # ------------------------------------------------------------------ integrity findings

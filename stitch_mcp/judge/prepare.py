@@ -18,7 +18,7 @@ from stitch_mcp import integrity as integ
 from stitch_mcp.build_room import publish_build
 from stitch_mcp.compare import tolerances
 from stitch_mcp.correctness import StageError
-from stitch_mcp.door import Arg, Attach, Call, LoadState
+from stitch_mcp.door import Arg, Attach, Call, LoadState, ReadState
 from stitch_mcp.judge_room import RoomClient
 from stitch_mcp.shared_tensors import Arena
 from stitch_mcp.stage_results import BuiltExtension, valid_records
@@ -58,7 +58,8 @@ class Prepared:
     rtol: float
     warm_finite: bool
     buffers: dict[str, RoomBuffers] = field(default_factory=dict)  # by room (RoomClient.role)
-    state: dict[str, Any] = field(default_factory=dict)  # name -> (spec, view), in the candidate's buffers
+    state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
+    state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
     compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
@@ -278,10 +279,12 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     own = p.ref_model.state_dict()
     names = [k for k, shape in loaded.state.items()
              if isinstance(own.get(k), p.torch.Tensor) and list(own[k].shape) == shape]
-    res["copied_state"] = len(names)
     if names:
         slots = p.of(room).arena.layout([own[k] for k in names])
         p.state = {k: s for k, s in zip(names, slots) if s is not None}
+    _match_by_value(p, room, own, loaded.state)
+    res["copied_state"] = len(p.state)
+    if p.state:
         share_state(p, room)
     # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
     # a load_inline in forward) happens now; its outputs are not looked at
@@ -292,6 +295,33 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     first = Call(args=put_inputs(p, p.first_inputs), outputs=[], release=True)
     room.send(first)
     return first
+
+
+def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: dict[str, list[int]]) -> None:
+    """Model's tensors that no tensor of ModelNew shares a name with, matched (into p.state and
+    p.state_from) to the one tensor of ModelNew that holds their values as built: a candidate that
+    renamed a module (`fc` for `linear`) built it from the same seed. The trial with re-initialised
+    weights then reaches it too; unmatched, a renamed candidate that kept a private copy of the
+    task's weights passed it (red team, 2026-11-27). Two of Model's tensors with the same values
+    (zero biases of one size) match nothing: which is which cannot be told."""
+    torch = p.torch
+    left = {k: v for k, v in own.items() if k not in p.state and isinstance(v, torch.Tensor) and v.numel()}
+    by_shape = {tuple(v.shape): v for v in left.values()}
+    asked = [k for k, shape in shapes.items() if k not in p.state and tuple(shape) in by_shape]
+    if not left or not asked:
+        return
+    slots = dict(zip(asked, p.of(room).arena.layout([by_shape[tuple(shapes[k])] for k in asked])))
+    slots = {k: s for k, s in slots.items() if s is not None}
+    attach(p, room)
+    room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))
+    sync(p)
+    holders = {name: [k for k, (_, view) in slots.items()
+                      if view.shape == v.shape and view.dtype == v.dtype and torch.equal(view, v)]
+               for name, v in left.items()}
+    held_by = [k for found in holders.values() for k in found]
+    for name, found in holders.items():
+        if len(found) == 1 and held_by.count(found[0]) == 1:
+            p.state[found[0]], p.state_from[found[0]] = slots[found[0]], name
 
 
 def warm_reference(p: Prepared, room: RoomClient) -> None:
@@ -340,7 +370,7 @@ def share_state(p: Prepared, room: RoomClient) -> None:
     own = p.ref_model.state_dict()
     with p.torch.no_grad():
         for name, (_, view) in p.state.items():
-            view.copy_(own[name])
+            view.copy_(own[p.state_from.get(name, name)])
     sync(p)
     attach(p, room)
     room.ask(LoadState(tensors={name: spec for name, (spec, _) in p.state.items()}))

@@ -44,11 +44,11 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         stage("correctness", trial=i)
         note = ""
         if weights == "reinit":
-            why = _reinit(p, seed)
-            if not why:
+            done, note = _reinit(p, seed)
+            if done:
                 share_state(p, room)
             else:
-                weights, note = "task", f"weights not re-initialised: {why}"
+                weights = "task"
         inputs = p.first_inputs if i == 0 else make_inputs(p.ref_mod, p.device, seed)
         p.first_inputs = None
         inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
@@ -74,17 +74,29 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
     return facts
 
 
-def _reinit(p: Prepared, seed: int) -> str:
-    """Fresh weights in the reference, shared with the room; why not, when they cannot be."""
+def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
+    """Fresh weights in the reference, to be shared with the room (prepare.share_state), and a note:
+    whether any were, and which of Model's tensors kept the task's values because no tensor of
+    ModelNew is known to hold them (by name or, as built, by value: prepare._match_by_value), such as
+    weights it stores transposed. Those stay as they were in the reference too."""
     own = p.ref_model.state_dict()
     if not own:
-        return "the model has no parameters"
-    missing = [k for k in own if k not in p.state]
-    if missing:
-        return f"ModelNew's parameters do not match Model's by name ({', '.join(missing[:3])})"
+        return False, "weights not re-initialised: the model has no parameters"
+    shared = {p.state_from.get(k, k) for k in p.state}
+    kept = {k: v.clone() for k, v in own.items() if k not in shared}
+    if len(kept) == len(own):
+        return False, (f"weights not re-initialised: no tensor of ModelNew holds Model's ({', '.join(list(own)[:3])}) "
+                       "by name or by value")
     perturb_weights(p.ref_model, seed)
     p.perturbed = True
-    return ""
+    if not kept:
+        return True, ""
+    fresh = p.ref_model.state_dict()
+    with p.torch.no_grad():
+        for k, v in kept.items():
+            fresh[k].copy_(v)
+    return True, (f"{', '.join(list(kept)[:3])}{' ...' if len(kept) > 3 else ''} kept the task's values: no tensor "
+                  "of ModelNew holds them by name or by value")
 
 
 def _compare(out: Any, ref_out: Any, p: Prepared) -> dict[str, Any]:
