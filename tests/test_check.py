@@ -543,9 +543,11 @@ def test_reinitialised_weights_catch_frozen_weights(cand):
 def test_reinitialised_weights_reach_renamed_and_restored_parameters(cand, kept):
     """No false alarm: honest candidates that renamed the reference's parameters, or store a weight
     transposed, pass the trial with re-initialised weights; a tensor no parameter of ModelNew holds
-    keeps the task's values in both, and the trial says which."""
-    r = check("ref_linear", cand)
+    keeps the task's values in both, and the trial says which. Timing then runs on the task's weights
+    again, renamed ones included: the timed outputs check out."""
+    r = check("ref_linear", cand, timing=True)
     assert r.verdict == "pass", r.summary
+    assert "timed_outputs" in r.integrity.checks_run and not codes(r), r.integrity.findings
     last = r.correctness.trials[-1]
     assert last.weights == "reinit", last
     said = " ".join(last.problems)
