@@ -168,26 +168,24 @@ class _Room:
         return Loaded(build_s=round(time.monotonic() - t0, 3), extensions=cache.extensions if cache else [])
 
     def load_state(self, message: LoadState, _fds) -> Done:
-        torch = self.torch
-        own = self.model.state_dict()
-        with torch.no_grad():
-            for name, spec in message.tensors.items():
-                target = own.get(name)
-                if isinstance(target, torch.Tensor) and list(target.shape) == spec.shape:
-                    target.copy_(self.shared.view(spec))
+        with self.torch.no_grad():
+            for own, shared in self._state_pairs(message.tensors):
+                own.copy_(shared)
         return Done()
 
     def read_state(self, message: ReadState, _fds) -> Done:
-        torch = self.torch
-        own = self.model.state_dict()
-        with torch.no_grad():
-            for name, spec in message.tensors.items():
-                source = own.get(name)
-                if isinstance(source, torch.Tensor) and list(source.shape) == spec.shape:
-                    self.shared.view(spec).copy_(source)
+        with self.torch.no_grad():
+            for own, shared in self._state_pairs(message.tensors):
+                shared.copy_(own)
         if self.device.startswith("cuda"):
-            torch.cuda.synchronize()  # the judge reads them once told
+            self.torch.cuda.synchronize()  # the judge reads them once told
         return Done()
+
+    def _state_pairs(self, tensors: dict[str, Any]) -> list[tuple[Any, Any]]:
+        """(the model's tensor, its shared buffer) for each name the model has, at the buffer's shape."""
+        own = self.model.state_dict()
+        return [(own[name], self.shared.view(spec)) for name, spec in tensors.items()
+                if isinstance(own.get(name), self.torch.Tensor) and list(own[name].shape) == spec.shape]
 
     def call(self, message: Call, _fds) -> Called:
         torch = self.torch
