@@ -21,6 +21,22 @@ def check(ref: str, cand: str, **kw):
                              timing=False, compare_compile=False, **kw)
 
 
+@pytest.mark.parametrize("ref,cand,verdict,reported", [
+    ("ref_half_then_float", "cand_half_then_float_off", "fail", ("float16", 1e-2)),
+    ("ref_argmax_softmax", "cand_argmax_softmax_written_out", "pass", ("float32", 1e-4)),
+])
+def test_each_output_is_held_to_its_own_dtypes_tolerance(ref, cand, verdict, reported):
+    """A float32 output 0.5% off fails behind a float16 output (held to float32's 1e-4, not float16's
+    1e-2); an honest softmax a rounding off passes behind an int64 argmax (held to float32's
+    tolerance, not the integers' exact equality). The report names the first floating output's."""
+    r = check(ref, cand)
+    assert r.verdict == verdict, r.summary
+    c = r.correctness
+    assert (c.output_dtype, c.atol) == (reported[0], pytest.approx(reported[1])), (c.output_dtype, c.atol)
+    if verdict == "fail":
+        assert all("output 1:" in " ".join(t.problems) for t in c.trials if not t.ok), c.trials
+
+
 def test_precision_bug_fails_strict_with_worst_element_tolerance_and_noise():
     # operands rounded to float16 before a float32 matmul: ~1e-3 of the output's magnitude off
     r = check("ref_linear", "cand_linear_half_operands")

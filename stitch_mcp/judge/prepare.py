@@ -16,7 +16,7 @@ from typing import Any
 
 from stitch_mcp import integrity as integ
 from stitch_mcp.build_room import publish_build
-from stitch_mcp.compare import tolerances
+from stitch_mcp.compare import output_tolerances, tolerances
 from stitch_mcp.correctness import StageError
 from stitch_mcp.door import Arg, Attach, Call, LoadState, ReadState
 from stitch_mcp.judge_room import RoomClient
@@ -57,6 +57,7 @@ class Prepared:
     atol: float
     rtol: float
     warm_finite: bool
+    tols: list[tuple[float, float]] = field(default_factory=list)  # (atol, rtol) per flattened output
     buffers: dict[str, RoomBuffers] = field(default_factory=dict)  # by room (RoomClient.role)
     state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
     state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
@@ -130,12 +131,15 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
         del copies
     flat = integ.flatten(warm)
     templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in flat]
-    out_dtype = next((str(o.dtype).replace("torch.", "") for o in templates if isinstance(o, torch.Tensor)), "")
+    tensors = [o for o in templates if isinstance(o, torch.Tensor)]
+    floating = [o for o in tensors if o.is_floating_point() or o.is_complex()]
+    out_dtype = str((floating or tensors)[0].dtype).replace("torch.", "") if tensors else ""  # the one reported
     atol, rtol = tolerances(out_dtype, spec)
     res["atol"], res["rtol"], res["output_dtype"] = atol, rtol, out_dtype
     finite = all(bool(torch.isfinite(o).all()) for o in flat
                  if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
     p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite,
+                 tols=output_tolerances(templates, spec),
                  ref_writes_inputs=writes_inputs, compiled_ahead=ahead[1] if ahead else None)
     shared = None
     for room in rooms.values():

@@ -1282,11 +1282,12 @@ def check_timed_outputs(res: dict[str, Any], p: Prepared, t: Timed) -> None:
         inputs = make_inputs(p.ref_mod, p.device, seed)
         with p.torch.no_grad():
             expected = integ.flatten(reference_output(p.ref_model, inputs, clone=False))  # used once
-        for kept, ref in zip(t.checked[seed], expected):
+        for k, (kept, ref) in enumerate(zip(t.checked[seed], expected)):
             if kept is None or not isinstance(ref, p.torch.Tensor):
                 continue
             idx, got = kept
-            if not compare(got, ref.reshape(-1)[idx], p.atol, p.rtol)["ok"]:
+            atol, rtol = p.tols[k] if k < len(p.tols) else (p.atol, p.rtol)
+            if not compare(got, ref.reshape(-1)[idx], atol, rtol)["ok"]:
                 bad.append(seed)
                 break
         del inputs, expected

@@ -62,7 +62,7 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         trial.update(result)
         if note or dist_note:
             trial["problems"] = [n for n in (note, dist_note) if n] + trial["problems"]
-        trial["near_zero"] = near_zero_exploit(out, ref_out, p.atol)
+        trial["near_zero"] = near_zero_exploit(out, ref_out, p.tols[0][0] if p.tols else p.atol)
         if not trial["ok"] and sum(not t["ok"] for t in res["trials"]) < 2 and not _has_described(out):
             # the first two failed trials (the reasons show two): the inputs they really used and the
             # reference's own rounding noise on them (a float64 run of the reference)
@@ -102,7 +102,7 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
 def _compare(out: Any, ref_out: Any, p: Prepared) -> dict[str, Any]:
     described = [(k, o) for k, o in enumerate(integ.flatten(out)) if isinstance(o, _Described)]
     if not described:
-        return compare(out, ref_out, p.atol, p.rtol)
+        return compare(out, ref_out, p.atol, p.rtol, p.tols)
     refs = integ.flatten(ref_out)
     problems = []
     for k, o in described:
