@@ -69,7 +69,8 @@ def _draw(torch, n: int, kind: str, gen, device: str):
 
 def perturb_weights(ref_model, seed: int) -> None:
     """Fresh random weights in the reference (reset_parameters where a module has it, plus noise
-    of half each parameter's spread); the judge shares them with the candidate's room."""
+    of half each parameter's spread); the judge shares them with the candidate's room. Buffers keep
+    their values: masks, tables and statistics that a candidate may compute itself."""
     import torch
 
     torch.manual_seed(seed)
@@ -81,9 +82,9 @@ def perturb_weights(ref_model, seed: int) -> None:
                 except Exception:
                     pass
         for name, p in ref_model.named_parameters():
-            if p.is_floating_point() and p.numel() > 1:
-                std = float(p.float().std())
-                p.add_(torch.randn_like(p) * (std if std > 0 else 0.1) * 0.5)
+            if p.is_floating_point() and p.numel():  # one-element ones too: a scalar gain frozen passed
+                spread = float(p.float().std()) if p.numel() > 1 else abs(float(p))
+                p.add_(torch.randn_like(p) * (spread if spread > 0 else 0.1) * 0.5)
 
 
 class TimingInputs:

@@ -529,20 +529,23 @@ def test_heavy_tailed_inputs_catch_range_limited_candidate():
     assert all(t.ok for t in r.correctness.trials if t.inputs == "task" and t.weights == "task")
 
 
-@pytest.mark.parametrize("cand", ["cand_linear_frozen", "cand_linear_frozen_renamed"])
-def test_reinitialised_weights_catch_frozen_weights(cand):
-    """Also where ModelNew's module has another name than Model's: its weights are found by the
-    values they were built with."""
-    r = check("ref_linear", cand)
+@pytest.mark.parametrize("ref,cand", [("ref_linear", "cand_linear_frozen"), ("ref_linear", "cand_linear_frozen_renamed"),
+                                      ("ref_linear", "cand_linear_frozen_beside_copy"),
+                                      ("ref_linear_gain", "cand_linear_gain_frozen")])
+def test_reinitialised_weights_catch_frozen_weights(ref, cand):
+    """Also where ModelNew's module has another name than Model's (its weights found by the values
+    they were built with), where it keeps a second copy of them, and for a one-element parameter."""
+    r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     bad = [t for t in r.correctness.trials if not t.ok]
     assert bad and all(t.weights == "reinit" for t in bad)
 
 
-@pytest.mark.parametrize("cand,kept", [("cand_linear_renamed", ""), ("cand_linear_transposed", "linear.weight")])
+@pytest.mark.parametrize("cand,kept", [("cand_linear_renamed", ""), ("cand_linear_packed_copy", ""),
+                                       ("cand_linear_transposed", "linear.weight")])
 def test_reinitialised_weights_reach_renamed_and_restored_parameters(cand, kept):
-    """No false alarm: honest candidates that renamed the reference's parameters, or store a weight
-    transposed, pass the trial with re-initialised weights; a tensor no parameter of ModelNew holds
+    """No false alarm: honest candidates that renamed the reference's parameters, compute with a copy
+    of one, or store a weight transposed, pass the trial with re-initialised weights; a tensor no parameter of ModelNew holds
     keeps the task's values in both, and the trial says which. Timing then runs on the task's weights
     again, renamed ones included: the timed outputs check out."""
     r = check("ref_linear", cand, timing=True)

@@ -61,6 +61,7 @@ class Prepared:
     buffers: dict[str, RoomBuffers] = field(default_factory=dict)  # by room (RoomClient.role)
     state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
     state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
+    state_ties: dict[str, str] = field(default_factory=dict)  # Model's name -> the one of equal values shared
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
     compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
@@ -302,30 +303,42 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 
 
 def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: dict[str, list[int]]) -> None:
-    """Model's tensors that no tensor of ModelNew shares a name with, matched (into p.state and
-    p.state_from) to the one tensor of ModelNew that holds their values as built: a candidate that
-    renamed a module (`fc` for `linear`) built it from the same seed. The trial with re-initialised
-    weights then reaches it too; unmatched, a renamed candidate that kept a private copy of the
-    task's weights passed it (red team, 2026-11-27). Two of Model's tensors with the same values
-    (zero biases of one size) match nothing: which is which cannot be told."""
+    """Where some of Model's tensors share no name with ModelNew's: ModelNew's other tensors that
+    hold one of Model's values as built (a renamed module built from the same seed, a copy it keeps
+    beside it) are shared from it too (p.state, p.state_from). Model's tensors that hold the same
+    values as each other (zero biases of one size) cannot be told apart: one of them stands for all
+    (p.state_ties), and the trial with re-initialised weights gives them all its new values. Before,
+    a renamed candidate that kept a private copy of the task's weights passed that trial, and so did
+    one keeping a second copy beside a renamed one (red team, 2026-11-27)."""
     torch = p.torch
-    left = {k: v for k, v in own.items() if k not in p.state and isinstance(v, torch.Tensor) and v.numel()}
-    by_shape = {tuple(v.shape): v for v in left.values()}
-    asked = [k for k, shape in shapes.items() if k not in p.state and tuple(shape) in by_shape]
-    if not left or not asked:
+    tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel()}
+    if all(k in p.state for k in tensors):
         return
-    slots = dict(zip(asked, p.of(room).arena.layout([by_shape[tuple(shapes[k])] for k in asked])))
-    slots = {k: s for k, s in slots.items() if s is not None}
+    groups: dict[tuple, list[str]] = {}
+    for k, v in tensors.items():
+        groups.setdefault(_value_key(v), []).append(k)
+    like = {key[:2]: tensors[names[0]] for key, names in groups.items()}  # (shape, dtype): a template
+    asked = [k for k, shape in shapes.items() if k not in p.state and any(s == tuple(shape) for s, _ in like)]
+    if not asked:
+        return
+    templates = [next(v for (s, _), v in like.items() if s == tuple(shapes[k])) for k in asked]
+    slots = {k: s for k, s in zip(asked, p.of(room).arena.layout(templates)) if s is not None}
     attach(p, room)
     room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))
     sync(p)
-    holders = {name: [k for k, (_, view) in slots.items()
-                      if view.shape == v.shape and view.dtype == v.dtype and torch.equal(view, v)]
-               for name, v in left.items()}
-    held_by = [k for found in holders.values() for k in found]
-    for name, found in holders.items():
-        if len(found) == 1 and held_by.count(found[0]) == 1:
-            p.state[found[0]], p.state_from[found[0]] = slots[found[0]], name
+    for name, (spec, view) in slots.items():
+        same = [k for k in groups.get(_value_key(view), []) if torch.equal(tensors[k], view)]
+        if same:
+            stand = next((k for k in same if k in p.state), same[0])
+            p.state[name], p.state_from[name] = (spec, view), stand
+            p.state_ties.update({k: stand for k in same if k != stand and k not in p.state})
+
+
+def _value_key(t: Any) -> tuple:
+    """Shape, dtype and a few elements at fixed places: equal tensors have equal keys."""
+    flat = t.detach().reshape(-1)
+    places = range(0, flat.numel(), max(1, flat.numel() // 64))
+    return (tuple(t.shape), t.dtype, tuple(flat[list(places)].tolist()))
 
 
 def warm_reference(p: Prepared, room: RoomClient) -> None:

@@ -75,27 +75,32 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
 
 
 def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
-    """Fresh weights in the reference, to be shared with the room (prepare.share_state), and a note:
-    whether any were, and which of Model's tensors kept the task's values because no tensor of
-    ModelNew is known to hold them (by name or, as built, by value: prepare._match_by_value), such as
-    weights it stores transposed. Those stay as they were in the reference too."""
-    own = p.ref_model.state_dict()
-    if not own:
+    """Fresh weights in the reference, to be shared with the room (prepare.share_state), and a note.
+    Model's tensors that ModelNew holds by name or by value (prepare._match_by_value) get new values,
+    those tied to one of equal values get its new values; the others keep the task's values, in the
+    reference and in the room, and the note names them (a weight ModelNew stores transposed, say).
+    Buffers keep their values (perturb_weights: masks and tables a candidate may compute itself)."""
+    own, params = p.ref_model.state_dict(), [name for name, _ in p.ref_model.named_parameters()]
+    if not params:
         return False, "weights not re-initialised: the model has no parameters"
     shared = {p.state_from.get(k, k) for k in p.state}
+    shared |= {k for k, stand in p.state_ties.items() if stand in shared}
     kept = {k: v.clone() for k, v in own.items() if k not in shared}
-    if len(kept) == len(own):
-        return False, (f"weights not re-initialised: no tensor of ModelNew holds Model's ({', '.join(list(own)[:3])}) "
-                       "by name or by value")
+    unheld = [k for k in params if k in kept]
+    if len(unheld) == len(params):
+        return False, (f"weights not re-initialised: no tensor of ModelNew holds Model's parameters "
+                       f"({', '.join(params[:3])}) by name or by value")
     perturb_weights(p.ref_model, seed)
     p.perturbed = True
-    if not kept:
-        return True, ""
     fresh = p.ref_model.state_dict()
     with p.torch.no_grad():
+        for k, stand in p.state_ties.items():
+            fresh[k].copy_(fresh[stand])
         for k, v in kept.items():
             fresh[k].copy_(v)
-    return True, (f"{', '.join(list(kept)[:3])}{' ...' if len(kept) > 3 else ''} kept the task's values: no tensor "
+    if not unheld:
+        return True, ""
+    return True, (f"{', '.join(unheld[:3])}{' ...' if len(unheld) > 3 else ''} kept the task's values: no tensor "
                   "of ModelNew holds them by name or by value")
 
 
