@@ -124,9 +124,10 @@ class ToleranceValues(BaseModel):
 class CorrectnessReport(BaseModel):
     ok: bool = False
     trials: list[TrialResult] = Field(default_factory=list)
-    atol: float | None = None
+    atol: float | None = Field(None, description="the tolerance of output_dtype; each output is held to its own "
+                                                 "dtype's (tolerance_by_dtype)")
     rtol: float | None = None
-    output_dtype: str = ""
+    output_dtype: str = Field("", description="the first floating-point output's dtype (else the first output's)")
     tolerance: str = Field("", description="the preset the tolerances come from (strict, kernelbench), with "
                                            "'+name' for each value a parameter or setting replaced")
     tolerance_by_dtype: dict[str, ToleranceValues] = Field(
