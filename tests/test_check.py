@@ -541,14 +541,17 @@ def test_reinitialised_weights_catch_frozen_weights(ref, cand):
     assert bad and all(t.weights == "reinit" for t in bad)
 
 
-@pytest.mark.parametrize("cand,kept", [("cand_linear_renamed", ""), ("cand_linear_packed_copy", ""),
-                                       ("cand_linear_transposed", "linear.weight")])
-def test_reinitialised_weights_reach_renamed_and_restored_parameters(cand, kept):
-    """No false alarm: honest candidates that renamed the reference's parameters, compute with a copy
-    of one, or store a weight transposed, pass the trial with re-initialised weights; a tensor no parameter of ModelNew holds
+@pytest.mark.parametrize("ref,cand,kept", [("ref_linear", "cand_linear_renamed", ""),
+                                           ("ref_linear", "cand_linear_packed_copy", ""),
+                                           ("ref_linear", "cand_linear_transposed", "linear.weight"),
+                                           ("ref_two_norms", "cand_two_norms_renamed", "")])
+def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, kept):
+    """No false alarm: honest candidates that renamed the reference's parameters (two LayerNorms'
+    among them, equal to each other as built), compute with a copy of one, or store a weight
+    transposed, pass the trial with re-initialised weights; a tensor no parameter of ModelNew holds
     keeps the task's values in both, and the trial says which. Timing then runs on the task's weights
     again, renamed ones included: the timed outputs check out."""
-    r = check("ref_linear", cand, timing=True)
+    r = check(ref, cand, timing=True)
     assert r.verdict == "pass", r.summary
     assert "timed_outputs" in r.integrity.checks_run and not codes(r), r.integrity.findings
     last = r.correctness.trials[-1]

@@ -307,7 +307,8 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     hold one of Model's values as built (a renamed module built from the same seed, a copy it keeps
     beside it) are shared from it too (p.state, p.state_from). Model's tensors that hold the same
     values as each other (zero biases of one size) cannot be told apart: one of them stands for all
-    (p.state_ties), and the trial with re-initialised weights gives them all its new values. Before,
+    (p.state_ties), and the trial with re-initialised weights gives them all its new values; where a
+    buffer (which that trial leaves as it is) holds them too, none of them is shared. Before,
     a renamed candidate that kept a private copy of the task's weights passed that trial, and so did
     one keeping a second copy beside a renamed one (red team, 2026-11-27)."""
     torch = p.torch
@@ -326,9 +327,10 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     attach(p, room)
     room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))
     sync(p)
+    params = {k for k, _ in p.ref_model.named_parameters()}
     for name, (spec, view) in slots.items():
         same = [k for k in groups.get(_value_key(view), []) if torch.equal(tensors[k], view)]
-        if same:
+        if same and all(k in params for k in same):  # a buffer among them: which holder is which is unknown
             stand = next((k for k in same if k in p.state), same[0])
             p.state[name], p.state_from[name] = (spec, view), stand
             p.state_ties.update({k: stand for k in same if k != stand and k not in p.state})
