@@ -560,6 +560,19 @@ def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, 
     assert (f"{kept} kept the task's values" in said) if kept else "kept" not in said, last.problems
 
 
+def test_weights_out_of_reach_of_the_reinitialised_trial_are_named():
+    """A candidate whose state_dict holds none of Model's parameters (kept in a plain list) cannot be
+    given re-initialised weights: it stays right for any seed it is built with, as KernelBench
+    builds it, so it passes, but with a warning that loaded weights would not reach it."""
+    r = check("ref_linear", "cand_linear_hidden_weights")
+    assert r.verdict == "pass", r.summary
+    assert r.correctness.trials[-1].weights == "task"
+    assert "weights not re-initialised" in " ".join(r.correctness.trials[-1].problems)
+    warned = [f for f in r.integrity.findings if f.code == "weights_unreached"]
+    assert warned and warned[0].severity == "warning", r.integrity.findings
+    assert "weights_unreached" not in {f.code for f in check("ref_linear", "cand_linear_renamed").integrity.findings}
+
+
 # ------------------------------------------------------------------ integrity findings
 
 

@@ -34,6 +34,7 @@ class TrialFacts:
     unwritten: list[int] = field(default_factory=list)
     not_plain: list[str] = field(default_factory=list)
     fingerprints: list[tuple[Any, Any]] = field(default_factory=list)
+    weights_unreached: bool = False  # Model has parameters, and no tensor of ModelNew holds any of them
 
 
 def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient, stage) -> TrialFacts:
@@ -49,6 +50,7 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
                 share_state(p, room)
             else:
                 weights = "task"
+                facts.weights_unreached = any(True for _ in p.ref_model.parameters())
         inputs = p.first_inputs if i == 0 else make_inputs(p.ref_mod, p.device, seed)
         p.first_inputs = None
         inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
@@ -211,6 +213,12 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
             "tolerance_exploit", "the reference's output is within the tolerance of zero and the candidate's "
             "output does not follow it (it passes only because the tolerance is loose), e.g. a constant output",
             confidence="probable"))
+    if facts.weights_unreached:
+        res["findings"].append(f(
+            "weights_unreached", "no tensor of ModelNew's state_dict holds any of Model's parameters, by name or by "
+            "the values they were built with: the trial with re-initialised weights could not run, and weights "
+            "loaded into ModelNew (load_state_dict) would not reach what it computes; keep them as its "
+            "nn.Parameters (or buffers)", severity="warning"))
     ref_fps = [r for r, _ in facts.fingerprints if r is not None]
     cand_fps = [c for _, c in facts.fingerprints if c is not None]
     if len(ref_fps) >= 2 and len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1:
