@@ -24,11 +24,13 @@ def check(ref: str, cand: str, **kw):
 @pytest.mark.parametrize("ref,cand,verdict,reported", [
     ("ref_half_then_float", "cand_half_then_float_off", "fail", ("float16", 1e-2)),
     ("ref_argmax_softmax", "cand_argmax_softmax_written_out", "pass", ("float32", 1e-4)),
+    ("ref_count_positive", "cand_count_near_positive", "fail", ("int64", 0.0)),
 ])
 def test_each_output_is_held_to_its_own_dtypes_tolerance(ref, cand, verdict, reported):
     """A float32 output 0.5% off fails behind a float16 output (held to float32's 1e-4, not float16's
     1e-2); an honest softmax a rounding off passes behind an int64 argmax (held to float32's
-    tolerance, not the integers' exact equality). The report names the first floating output's."""
+    tolerance, not the integers' exact equality); a Python int counted a few off fails (integers,
+    tensors or not, compare exactly). The report names the first floating output's."""
     r = check(ref, cand)
     assert r.verdict == verdict, r.summary
     c = r.correctness

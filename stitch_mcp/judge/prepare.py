@@ -305,14 +305,18 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: dict[str, list[int]]) -> None:
     """Where some of Model's tensors share no name with ModelNew's: ModelNew's other tensors that
     hold one of Model's values as built (a renamed module built from the same seed, a copy it keeps
-    beside it) are shared from it too (p.state, p.state_from). Model's tensors that hold the same
-    values as each other (zero biases of one size) cannot be told apart: one of them stands for all
-    (p.state_ties), and the trial with re-initialised weights gives them all its new values; where a
-    buffer (which that trial leaves as it is) holds them too, none of them is shared. Before,
-    a renamed candidate that kept a private copy of the task's weights passed that trial, and so did
-    one keeping a second copy beside a renamed one (red team, 2026-11-27)."""
+    beside it) are shared from it too (p.state, p.state_from). Before, a renamed candidate that kept
+    a private copy of the task's weights passed the trial with re-initialised weights, and so did one
+    keeping a second copy beside a renamed one (red team, 2026-11-27).
+    - Values that are one number throughout (a LayerNorm's ones, a bias's zeros) say nothing of
+      which tensor they are: a candidate's own mask of ones was given a LayerNorm's new weights, and
+      one LayerNorm stood for two (red team). Only tensors of varied values are matched.
+    - Model's parameters of equal varied values (one weight under two names, as a tied head) stand
+      for each other (p.state_ties): the trial gives them all the same new values. Where a buffer,
+      which that trial leaves as it is, holds them too, which holder is which is unknown: none is
+      shared."""
     torch = p.torch
-    tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel()}
+    tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel() and not _constant(v)}
     if all(k in p.state for k in tensors):
         return
     groups: dict[tuple, list[str]] = {}
@@ -327,13 +331,19 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     attach(p, room)
     room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))
     sync(p)
-    params = {k for k, _ in p.ref_model.named_parameters()}
+    params = {prm.data_ptr() for prm in p.ref_model.parameters()}  # a tied weight's every name included
     for name, (spec, view) in slots.items():
         same = [k for k in groups.get(_value_key(view), []) if torch.equal(tensors[k], view)]
-        if same and all(k in params for k in same):  # a buffer among them: which holder is which is unknown
+        if same and all(tensors[k].data_ptr() in params for k in same):
             stand = next((k for k in same if k in p.state), same[0])
             p.state[name], p.state_from[name] = (spec, view), stand
             p.state_ties.update({k: stand for k in same if k != stand and k not in p.state})
+
+
+def _constant(t: Any) -> bool:
+    """Every element the same number."""
+    flat = t.detach().reshape(-1)
+    return bool((flat == flat[0]).all())
 
 
 def _value_key(t: Any) -> tuple:

@@ -78,20 +78,23 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
 
 def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
     """Fresh weights in the reference, to be shared with the room (prepare.share_state), and a note.
-    Model's tensors that ModelNew holds by name or by value (prepare._match_by_value) get new values,
-    those tied to one of equal values get its new values; the others keep the task's values, in the
-    reference and in the room, and the note names them (a weight ModelNew stores transposed, say).
-    Buffers keep their values (perturb_weights: masks and tables a candidate may compute itself)."""
-    own, params = p.ref_model.state_dict(), [name for name, _ in p.ref_model.named_parameters()]
+    Model's parameters that ModelNew holds by name or by value (prepare._match_by_value) get new
+    values, those tied to one of equal values get its new values. The others keep the task's values,
+    in the reference and in the room, and the note names them: a weight stored transposed, a
+    LayerNorm's ones under another name. A parameter is held where any of its names is: a head tied
+    to the embedding is the embedding's weight (restoring it by its other name undid the new
+    embedding, red team 2026-11-27). Buffers keep their values (perturb_weights)."""
+    own, params = p.ref_model.state_dict(), dict(p.ref_model.named_parameters())
     if not params:
         return False, "weights not re-initialised: the model has no parameters"
     shared = {p.state_from.get(k, k) for k in p.state}
     shared |= {k for k, stand in p.state_ties.items() if stand in shared}
-    kept = {k: v.clone() for k, v in own.items() if k not in shared}
-    unheld = [k for k in params if k in kept]
+    held = {own[k].data_ptr() for k in shared if k in own}
+    kept = {k: v.clone() for k, v in own.items() if v.data_ptr() not in held}
+    unheld = [k for k, prm in params.items() if prm.data_ptr() not in held]
     if len(unheld) == len(params):
-        return False, (f"weights not re-initialised: no tensor of ModelNew holds Model's parameters "
-                       f"({', '.join(params[:3])}) by name or by value")
+        return False, (f"weights not re-initialised: ModelNew holds none of Model's parameters "
+                       f"({', '.join(list(params)[:3])}) by name or by values of their own")
     perturb_weights(p.ref_model, seed)
     p.perturbed = True
     fresh = p.ref_model.state_dict()
@@ -102,8 +105,9 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
             fresh[k].copy_(v)
     if not unheld:
         return True, ""
-    return True, (f"{', '.join(unheld[:3])}{' ...' if len(unheld) > 3 else ''} kept the task's values: no tensor "
-                  "of ModelNew holds them by name or by value")
+    return True, (f"{', '.join(unheld[:3])}{' ...' if len(unheld) > 3 else ''} kept the task's values: ModelNew "
+                  "holds them by no name of Model's, nor by values of their own (one number throughout, "
+                  "or laid out anew)")
 
 
 def _compare(out: Any, ref_out: Any, p: Prepared) -> dict[str, Any]:
@@ -215,10 +219,10 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
             confidence="probable"))
     if facts.weights_unreached:
         res["findings"].append(f(
-            "weights_unreached", "no tensor of ModelNew's state_dict holds any of Model's parameters, by name or by "
-            "the values they were built with: the trial with re-initialised weights could not run, and weights "
-            "loaded into ModelNew (load_state_dict) would not reach what it computes; keep them as its "
-            "nn.Parameters (or buffers)", severity="warning"))
+            "weights_unreached", "ModelNew's state_dict holds none of Model's parameters by name or by the values "
+            "they were built with, so the trial with re-initialised weights could not run: weights loaded into it "
+            "by Model's names would not reach what it computes (expected where it fuses or lays out every weight "
+            "anew; not where it keeps them outside its state_dict)", severity="warning"))
     ref_fps = [r for r, _ in facts.fingerprints if r is not None]
     cand_fps = [c for _, c in facts.fingerprints if c is not None]
     if len(ref_fps) >= 2 and len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1:
