@@ -68,9 +68,10 @@ def tolerances(dtype_name: str, spec: dict[str, Any]) -> tuple[float, float]:
 
 def output_tolerances(templates: list[Any], spec: dict[str, Any]) -> list[tuple[float, float]]:
     """(atol, rtol) for each of the reference's flattened outputs, by its own dtype (Python ints and
-    bools exactly, other values as float32): outputs of several dtypes are each held to their own. One pair for all
-    from the first output held a float32 output to float16's 1e-2 behind a float16 one, and an
-    int64 argmax before a softmax held the softmax to exact equality (red team, 2026-11-27)."""
+    bools exactly, other values as float32): outputs of several dtypes are each held to their own.
+    One pair for all from the first output held a float32 output to float16's 1e-2 behind a float16
+    one, and an int64 argmax before a softmax held the softmax to exact equality (red team,
+    2026-11-27)."""
     return [tolerances(str(o.dtype).replace("torch.", "") if hasattr(o, "dtype") else
                        "int64" if isinstance(o, (bool, int)) else "float32", spec) for o in templates]
 
