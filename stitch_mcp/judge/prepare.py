@@ -316,17 +316,19 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
       which that trial leaves as it is, holds them too, which holder is which is unknown: none is
       shared."""
     torch = p.torch
-    tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel() and not _constant(v)}
-    if all(k in p.state for k in tensors):
+    tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel()}
+    if all(k in p.state or _constant(v) for k, v in tensors.items()):  # the common case: all shared by name
         return
+    tensors = {k: v for k, v in tensors.items() if not _constant(v)}
     groups: dict[tuple, list[str]] = {}
+    like: dict[tuple, Any] = {}  # by shape: one of Model's tensors, the template of a buffer to read into
     for k, v in tensors.items():
         groups.setdefault(_value_key(v), []).append(k)
-    like = {key[:2]: tensors[names[0]] for key, names in groups.items()}  # (shape, dtype): a template
-    asked = [k for k, shape in shapes.items() if k not in p.state and any(s == tuple(shape) for s, _ in like)]
+        like.setdefault(tuple(v.shape), v)
+    asked = [k for k, shape in shapes.items() if k not in p.state and tuple(shape) in like]
     if not asked:
         return
-    templates = [next(v for (s, _), v in like.items() if s == tuple(shapes[k])) for k in asked]
+    templates = [like[tuple(shapes[k])] for k in asked]
     slots = {k: s for k, s in zip(asked, p.of(room).arena.layout(templates)) if s is not None}
     attach(p, room)
     room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))

@@ -50,7 +50,7 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
                 share_state(p, room)
             else:
                 weights = "task"
-                facts.weights_unreached = any(True for _ in p.ref_model.parameters())
+                facts.weights_unreached = next(p.ref_model.parameters(), None) is not None
         inputs = p.first_inputs if i == 0 else make_inputs(p.ref_mod, p.device, seed)
         p.first_inputs = None
         inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
