@@ -184,6 +184,8 @@ class Ready(BaseModel):
 class Loaded(BaseModel):
     kind: Literal["loaded"] = "loaded"
     state: dict[str, list[int]] = Field(default_factory=dict, description="ModelNew's state_dict shapes")
+    digests: dict[str, str] = Field(default_factory=dict, description="each of those tensors' loader.value_digest as "
+                                    "built (untrusted: it only says which to read back, door.ReadState)")
     import_s: float = 0.0
     build_s: float = 0.0
     cuda_s: float = Field(0.0, description="starting CUDA in the room, before the import")

@@ -124,12 +124,13 @@ class _Room:
             return Loaded(import_s=round(t_import, 3), build_s=round(t_import, 3), cuda_s=cuda_s,
                           extensions=cache.extensions)
         _check_interface(cls, message)
-        from stitch_mcp.loader import build_model
+        from stitch_mcp.loader import build_model, built_tensors, value_digest
 
         with torch.no_grad():
             self.model = _guarded("init", lambda: build_model(cls, list(message.init_args), self.device))
-        state = {k: list(v.shape) for k, v in self.model.state_dict().items() if isinstance(v, torch.Tensor)}
-        return Loaded(state=state, import_s=round(t_import, 3), build_s=round(time.monotonic() - t0, 3),
+        own = built_tensors(torch, self.model)
+        return Loaded(state={k: list(v.shape) for k, v in own.items()}, digests={k: value_digest(v) for k, v in own.items()},
+                      import_s=round(t_import, 3), build_s=round(time.monotonic() - t0, 3),
                       cuda_s=cuda_s, extensions=cache.extensions)
 
     def rehearse(self, message: Rehearse, _fds) -> Loaded:

@@ -532,11 +532,13 @@ def test_heavy_tailed_inputs_catch_range_limited_candidate():
 @pytest.mark.parametrize("ref,cand", [("ref_linear", "cand_linear_frozen"), ("ref_linear", "cand_linear_frozen_renamed"),
                                       ("ref_linear", "cand_linear_frozen_beside_copy"),
                                       ("ref_linear_gain", "cand_linear_gain_frozen"),
-                                      ("ref_tied_head", "cand_tied_head_frozen")])
+                                      ("ref_tied_head", "cand_tied_head_frozen"),
+                                      ("ref_two_linears", "cand_two_linears_copy_frozen")])
 def test_reinitialised_weights_catch_frozen_weights(ref, cand):
     """Also where ModelNew's module has another name than Model's (its weights found by the values
-    they were built with), where it keeps a second copy of them, for a one-element parameter, and
-    for a weight Model ties under two names (an embedding and its head)."""
+    they were built with), where it keeps a second copy of them, for a one-element parameter, for a
+    weight Model ties under two names (an embedding and its head), and where a copy of one weight
+    under another's name would have the judge take it for a move of the first."""
     r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     bad = [t for t in r.correctness.trials if not t.ok]
@@ -547,11 +549,13 @@ def test_reinitialised_weights_catch_frozen_weights(ref, cand):
                                            ("ref_linear", "cand_linear_packed_copy", ""),
                                            ("ref_linear", "cand_linear_transposed", "linear.weight"),
                                            ("ref_two_norms", "cand_two_norms_renamed", "norm_in.weight"),
-                                           ("ref_linear_norm", "cand_linear_norm_with_mask", "ln.weight")])
+                                           ("ref_linear_norm", "cand_linear_norm_with_mask", "ln.weight"),
+                                           ("ref_two_linears", "cand_two_linears_built_swapped", "")])
 def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, kept):
     """No false alarm: honest candidates that renamed the reference's parameters, compute with a copy
-    of one, store a weight transposed, or keep a mask of ones of their own beside a renamed
-    LayerNorm, pass the trial with re-initialised weights. A parameter ModelNew holds by no name of
+    of one, store a weight transposed, keep a mask of ones of their own beside a renamed LayerNorm,
+    or build two layers the other way round than their names say (KernelBench-correct from the same
+    seed), pass every trial, the one with re-initialised weights included. A parameter ModelNew holds by no name of
     Model's nor by values of its own (transposed; a LayerNorm's ones and zeros) keeps the task's
     values in both, and the trial says which. Timing then runs on the task's weights again, renamed
     ones included: the timed outputs check out."""

@@ -18,8 +18,9 @@ from stitch_mcp import integrity as integ
 from stitch_mcp.build_room import publish_build
 from stitch_mcp.compare import output_tolerances, tolerances
 from stitch_mcp.correctness import StageError
-from stitch_mcp.door import Arg, Attach, Call, LoadState, ReadState
+from stitch_mcp.door import Arg, Attach, Call, Loaded, LoadState, ReadState
 from stitch_mcp.judge_room import RoomClient
+from stitch_mcp.loader import built_tensors, value_digest
 from stitch_mcp.shared_tensors import Arena
 from stitch_mcp.stage_results import BuiltExtension, valid_records
 
@@ -281,13 +282,7 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     res["extensions"] = [e.model_dump() for e in valid_records(BuiltExtension, loaded.extensions)]  # the room's account
     res["stage_seconds"]["room_load"] = loaded.build_s
     res["stage_seconds"]["room_cuda"] = loaded.cuda_s
-    own = p.ref_model.state_dict()
-    names = [k for k, shape in loaded.state.items()
-             if isinstance(own.get(k), p.torch.Tensor) and list(own[k].shape) == shape]
-    if names:
-        slots = p.of(room).arena.layout([own[k] for k in names])
-        p.state = {k: s for k, s in zip(names, slots) if s is not None}
-    _match_by_value(p, room, own, loaded.state)
+    _share_weights(p, room, loaded)
     res["copied_state"] = len(p.state)
     if p.state:
         share_state(p, room)
@@ -300,6 +295,45 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     first = Call(args=put_inputs(p, p.first_inputs), outputs=[], release=True)
     room.send(first)
     return first
+
+
+def _share_weights(p: Prepared, room: RoomClient, loaded: Loaded) -> None:
+    """Which of ModelNew's tensors get which of Model's values (p.state, p.state_from, p.state_ties):
+    those of the same name and shape, unless one holds another of Model's values as built, and then
+    those found by value (_match_by_value). A ModelNew that builds its `fc2` first and applies it
+    first is KernelBench-correct (its `fc2` holds Model's `fc1` from the same seed); given the weights
+    by name, it failed every trial (red team, 2026-11-27). The digests that say so are the room's, so
+    they are only a reason to read those tensors back; and the values found must hold every one of
+    Model's tensors that its name held, or the names stand: a room could otherwise unhold a weight
+    it keeps frozen by showing a copy of another under its name."""
+    own = built_tensors(p.torch, p.ref_model)
+    names = [k for k, shape in loaded.state.items() if k in own and list(own[k].shape) == shape]
+    moved = _built_as_another(own, names, loaded.digests)
+    for by_value in ([moved, []] if moved else [[]]):
+        by_name = [k for k in names if k not in by_value]
+        slots = p.of(room).arena.layout([own[k] for k in by_name]) if by_name else []
+        p.state = {k: s for k, s in zip(by_name, slots) if s is not None}
+        p.state_from, p.state_ties = {}, {}
+        _match_by_value(p, room, own, loaded.state)
+        held = {own[k].data_ptr() for k in held_names(p) if k in own}
+        if all(own[k].data_ptr() in held for k in by_value):
+            return
+
+
+def _built_as_another(own: dict[str, Any], names: list[str], digests: dict[str, str]) -> list[str]:
+    """Of the names ModelNew shares with Model, those whose tensor as built (by the room's digest)
+    differs from Model's of that name and looks like another of Model's tensors of varied values."""
+    differ = [k for k in names if k in digests and digests[k] != value_digest(own[k])]
+    if not differ:
+        return []
+    others = {value_digest(v) for v in own.values() if v.numel() and not _constant(v)}
+    return [k for k in differ if digests[k] in others]
+
+
+def held_names(p: Prepared) -> set[str]:
+    """Model's names whose values ModelNew's tensors get, ties included (trials._reinit)."""
+    held = {p.state_from.get(k, k) for k in p.state}
+    return held | {k for k, stand in p.state_ties.items() if stand in held}
 
 
 def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: dict[str, list[int]]) -> None:
@@ -320,10 +354,10 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     if all(k in p.state or _constant(v) for k, v in tensors.items()):  # the common case: all shared by name
         return
     tensors = {k: v for k, v in tensors.items() if not _constant(v)}
-    groups: dict[tuple, list[str]] = {}
+    groups: dict[str, list[str]] = {}
     like: dict[tuple, Any] = {}  # by shape: one of Model's tensors, the template of a buffer to read into
     for k, v in tensors.items():
-        groups.setdefault(_value_key(v), []).append(k)
+        groups.setdefault(value_digest(v), []).append(k)
         like.setdefault(tuple(v.shape), v)
     asked = [k for k, shape in shapes.items() if k not in p.state and tuple(shape) in like]
     if not asked:
@@ -335,9 +369,9 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     sync(p)
     params = {prm.data_ptr() for prm in p.ref_model.parameters()}  # a tied weight's every name included
     for name, (spec, view) in slots.items():
-        same = [k for k in groups.get(_value_key(view), []) if torch.equal(tensors[k], view)]
+        same = [k for k in groups.get(value_digest(view), []) if torch.equal(tensors[k], view)]
         if same and all(tensors[k].data_ptr() in params for k in same):
-            stand = next((k for k in same if k in p.state), same[0])
+            stand = next((k for k in same if k in held_names(p)), same[0])
             p.state[name], p.state_from[name] = (spec, view), stand
             p.state_ties.update({k: stand for k in same if k != stand and k not in p.state})
 
@@ -346,13 +380,6 @@ def _constant(t: Any) -> bool:
     """Every element the same number."""
     flat = t.detach().reshape(-1)
     return bool((flat == flat[0]).all())
-
-
-def _value_key(t: Any) -> tuple:
-    """Shape, dtype and a few elements at fixed places: equal tensors have equal keys."""
-    flat = t.detach().reshape(-1)
-    places = range(0, flat.numel(), max(1, flat.numel() // 64))
-    return (tuple(t.shape), t.dtype, tuple(flat[list(places)].tolist()))
 
 
 def warm_reference(p: Prepared, room: RoomClient) -> None:

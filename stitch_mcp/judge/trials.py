@@ -19,6 +19,7 @@ from stitch_mcp.judge.prepare import (
     Prepared,
     attach,
     free_cached,
+    held_names,
     put_inputs,
     reference_output,
     share_state,
@@ -87,9 +88,7 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
     own, params = p.ref_model.state_dict(), dict(p.ref_model.named_parameters())
     if not params:
         return False, "weights not re-initialised: the model has no parameters"
-    shared = {p.state_from.get(k, k) for k in p.state}
-    shared |= {k for k, stand in p.state_ties.items() if stand in shared}
-    held = {own[k].data_ptr() for k in shared if k in own}
+    held = {own[k].data_ptr() for k in held_names(p) if k in own}
     kept = {k: v.clone() for k, v in own.items() if v.data_ptr() not in held}
     unheld = [k for k, prm in params.items() if prm.data_ptr() not in held]
     if len(unheld) == len(params):
