@@ -691,6 +691,9 @@ def _summary(report: CheckReport) -> str:
                 lines.append(f"Its room timed {t.batch.room_ms:.4g} ms a call: too short for the judge's clock to "
                              "check on this host (timing.batch.note), so no speedup over eager is credited beyond "
                              "what that clock shows.")
+            if t.batch and t.batch.lowered and t.batch.speedup:
+                lines.append(f"Back to back on the judge's clock it was {t.batch.speedup:.3g}x eager at the lower of two "
+                             "readings that disagree about its room's times (timing.batch.note): that stands.")
             if report.speedup_vs_eager is not None and report.speedup_vs_eager < 1:
                 lines.append("Next: it is slower than eager; profile it with profile_kernel.")
         else:

@@ -201,6 +201,9 @@ class BatchTiming(BaseModel):
                              "CPU; on a GPU, calls too short for them to time kernels rather than host work): it is "
                              "then given no speedup over eager that one call's bracket, with all its jitter, does not "
                              "show")
+    lowered: bool = Field(False, description="on a GPU, the batches read with eager's lanes of either phase "
+                          "disagreed about the room's claim (one allowed it, the other not): the candidate is timed "
+                          "at the lower reading's speedup")
     note: str = ""
 
     @property

@@ -859,29 +859,34 @@ GPU_BATCH_CASES = {  # case: (eager's room, the candidate's room, batches, named
     # eager's 12 us kernel outweighs its dispatch; an honest 4 us kernel whose 9 us of dispatch outweigh it
     "honest_dispatch": (0.012, 0.004, (256, 0.018, 0.021, 0.009, 0.001, 0.0184, 0.0214), False, 0.004),
     # eager's own 64 us matmul, events forged at 60%, the GPU kept busy while eager's batches ran
-    # (H100): 2.1x in batches beside it, which let its 1.68x stand; eager's lanes alone (the last three)
+    # (H100): 2.1x in batches beside it, which let its 1.68x stand; eager's lanes alone (the last
+    # three) read 0.97x, which stands
     "forger_beside_busy": (0.0647, 0.0385, (42, 0.0915, 0.1463, 0.0496, 0.003, 0.1261, 0.1666,
-                                            0.1008, 0.0418, 0.1166), False, 0.0647),
+                                            0.1008, 0.0418, 0.1166), False, 0.0664),
     # a room twice as fast as eager that slows eager's copies beside it (its own forward there, its
-    # lane less theirs, shrinks), claiming 4x: the readings disagree, and it gets no speedup
+    # lane less theirs, shrinks), claiming 4x: the readings disagree, and the lower, 2.07x, stands
     "copies_slowed": (0.128, 0.032, (31, 0.101, 0.165, 0.076, 0.002, 0.111, 0.175, 0.165, 0.041, 0.175), False,
-                      0.128),
+                      0.0619),
     # eager's own matmul claiming 2x, its smaller batches padded, slowing only eager's smaller batches
     # beside it (0.3 ms each): eager's forward there falls and its round trip grows, which lowers the
-    # bound on its own forward more (a red-team reading of H100 lanes)
+    # bound on its own forward more (a red-team reading of H100 lanes): the readings disagree, and
+    # the lower, 1.16x, stands (where they agreed, a claim up to BATCH_SLACK times it would)
     "round_trip_inflated": (0.0639, 0.03195, (31, 0.06, 0.128, 0.0815, 0.003, 0.1688, 0.1685,
-                                              0.1388, 0.0785, 0.1642), False, 0.0639),
+                                              0.1388, 0.0785, 0.1642), False, 0.0553),
     # an honest matmul twice as fast, on a host whose work per call was heavier while both rooms
     # were up (eager's copies 75 us a call beside, 41 alone; H100): its 2x stands
     "honest_mm_drift": (0.128, 0.0643, (31, 0.1321, 0.1992, 0.0753, 0.002, 0.1613, 0.2268, 0.1663, 0.0412, 0.1837),
                         False, 0.0643),
-    # the same with every lane beside 50 us a call heavier: the readings disagree, nothing called false
+    # the same with every lane beside 50 us a call heavier: the readings disagree, nothing called
+    # false, the lower (1.14x) stands
     "honest_mm_more_drift": (0.128, 0.0643, (31, 0.148, 0.216, 0.091, 0.002, 0.177, 0.2337, 0.166, 0.041, 0.1837),
-                             False, 0.0643),
-    # an honest 4x (a 32 us kernel), lanes beside 20 us a call heavier: nothing called false
+                             False, 0.112),
+    # an honest 4x (a 32 us kernel), lanes beside 20 us a call heavier: nothing called false, 2.3x stands
     "honest_4x_drift": (0.128, 0.032, (31, 0.093, 0.186, 0.061, 0.002, 0.122, 0.2037, 0.166, 0.041, 0.1837),
-                        False, 0.032),
+                        False, 0.0558),
 }
+GPU_BATCHES_READ_LOWER = {"forger_beside_busy", "copies_slowed", "round_trip_inflated", "honest_mm_more_drift",
+                          "honest_4x_drift"}
 
 
 @pytest.mark.parametrize("case", list(GPU_BATCH_CASES))
@@ -892,7 +897,8 @@ def test_on_a_gpu_batches_name_forged_times_and_spare_honest_dispatch(case):
     (eager's forward lost, or its dispatch as heavy as its kernel there, or the claim within their
     noise) they confirm nothing: no finding, no speedup over eager. Elsewhere they name forged times
     and let honest speedups stand; a room that pads its smaller batches or does its calls as one
-    gains nothing by it."""
+    gains nothing by it. Where eager's lanes timed again alone read lower than beside the room, and
+    only one reading allows the claim, the lower reading's speedup stands."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge.timing import Batches, EagerLanes, judge_times
@@ -904,8 +910,14 @@ def test_on_a_gpu_batches_name_forged_times_and_spare_honest_dispatch(case):
     judge_times(res, SimpleNamespace(device="cuda"), _short_lanes(eager, 0.40, room, 0.40), batches)
     assert ("timing_contradicted" in {f["code"] for f in res["findings"]}) is named, (res["findings"], res["timing"])
     assert res["timing"]["candidate"]["median_ms"] >= 0.999 * at_least, res["timing"]
+    batch = res["timing"]["batch"]
+    assert batch.get("lowered", False) is (case in GPU_BATCHES_READ_LOWER), batch
     if case in ("honest_mm", "honest_long", "honest_mm_drift"):
-        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(room) and not res["timing"]["batch"].get("note")
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(room) and not batch.get("note")
+    elif case in GPU_BATCHES_READ_LOWER:
+        assert res["timing"]["candidate"]["median_ms"] == pytest.approx(max(room, eager / batch["speedup"]))
+        assert res["timing"]["candidate"]["median_ms"] <= 1.001 * at_least, res["timing"]
+        assert "the lower one stands" in batch["note"] and not batch.get("unverified"), batch
     elif not named:
         assert res["timing"]["batch"]["unverified"] and "not used" in res["timing"]["batch"]["note"], res["timing"]
 
@@ -1316,11 +1328,15 @@ def test_gpu_a_room_keeping_the_gpu_busy_beside_eagers_batches_gains_nothing(dut
 def test_gpu_an_honest_faster_matmul_keeps_its_speedup():
     """No false alarm where eager's batches are timed again alone: a matmul done once against a
     reference doing it twice (kernels of tens of microseconds, timed in batches too) keeps the
-    speedup its room measured, about 2x."""
+    speedup its room measured, about 2x. Where the host's work per call moved between the phases
+    (eager's copies 77 us a call beside it, 42 alone: 1 check in 6 on an H100 in session 28, given
+    1.0x then), the lower reading of the batches stands, above 1."""
     r = judge((PROGRAMS / "gpu_cand_mm.py").read_text(), ref="gpu_ref_mm_twice", timing=True)
     assert r.verdict == "pass", r.summary
     assert "timing_contradicted" not in codes(r), (r.integrity.findings, r.timing)
-    assert r.speedup_vs_eager is not None and r.speedup_vs_eager > 1.5, (r.speedup_vs_eager, r.timing)
+    lowered = r.timing.batch is not None and r.timing.batch.lowered
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager > (1.1 if lowered else 1.5), (r.speedup_vs_eager,
+                                                                                              r.timing)
 
 
 @pytest.mark.gpu
