@@ -550,12 +550,16 @@ def test_reinitialised_weights_catch_frozen_weights(ref, cand):
                                            ("ref_linear", "cand_linear_transposed", "linear.weight"),
                                            ("ref_two_norms", "cand_two_norms_renamed", "norm_in.weight"),
                                            ("ref_linear_norm", "cand_linear_norm_with_mask", "ln.weight"),
-                                           ("ref_two_linears", "cand_two_linears_built_swapped", "")])
+                                           ("ref_two_linears", "cand_two_linears_built_swapped", ""),
+                                           ("ref_two_linears", "cand_two_linears_built_reversed", ""),
+                                           ("ref_two_linears", "cand_two_linears_extra_first", "")])
 def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, kept):
     """No false alarm: honest candidates that renamed the reference's parameters, compute with a copy
     of one, store a weight transposed, keep a mask of ones of their own beside a renamed LayerNorm,
-    or build two layers the other way round than their names say (KernelBench-correct from the same
-    seed), pass every trial, the one with re-initialised weights included. A parameter ModelNew holds by no name of
+    build two layers the other way round than their names say (KernelBench-correct from the same
+    seed), or build them the other way round, or a module of their shape first, and apply them by
+    name (correct with the weights shared by name), pass every trial, the one with re-initialised
+    weights included. A parameter ModelNew holds by no name of
     Model's nor by values of its own (transposed; a LayerNorm's ones and zeros) keeps the task's
     values in both, and the trial says which. Timing then runs on the task's weights again, renamed
     ones included: the timed outputs check out."""
@@ -566,6 +570,19 @@ def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, 
     assert last.weights == "reinit", last
     said = " ".join(last.problems)
     assert (said.startswith(kept) and "kept the task's values" in said) if kept else "kept" not in said, last.problems
+
+
+def test_weights_shared_by_name_where_the_values_as_built_compute_wrong():
+    """Where ModelNew's same-name tensors hold others of Model's values as built, the weights are
+    shared by those values first (as KernelBench, which shares none, has them); where the first
+    trial fails so and passes with them by name, the names stand and the trial says so."""
+    r = check("ref_two_linears", "cand_two_linears_built_reversed")
+    assert r.verdict == "pass", r.summary
+    said = " ".join(r.correctness.trials[0].problems)
+    assert "weights shared by ModelNew's names: fc1.bias, fc1.weight" in said, said
+    assert not any(t.problems for t in r.correctness.trials[1:]), r.correctness.trials
+    r = check("ref_two_linears", "cand_two_linears_built_swapped")
+    assert r.verdict == "pass" and not r.correctness.trials[0].problems, r.correctness.trials[0]
 
 
 def test_weights_out_of_reach_of_the_reinitialised_trial_are_named():

@@ -63,6 +63,7 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
     state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
     state_ties: dict[str, str] = field(default_factory=dict)  # Model's name -> the one of equal values shared
+    by_name: tuple | None = None  # (state, state_from, state_ties) by names alone, where values overrode them
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
     compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
@@ -300,15 +301,19 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 def _share_weights(p: Prepared, room: RoomClient, loaded: Loaded) -> None:
     """Which of ModelNew's tensors get which of Model's values (p.state, p.state_from, p.state_ties):
     those of the same name and shape, unless one holds another of Model's values as built, and then
-    those found by value (_match_by_value). A ModelNew that builds its `fc2` first and applies it
-    first is KernelBench-correct (its `fc2` holds Model's `fc1` from the same seed); given the weights
-    by name, it failed every trial (red team, 2026-11-27). The digests that say so are the room's, so
-    they are only a reason to read those tensors back; and the values found must hold every one of
-    Model's tensors that its name held, or the names stand: a room could otherwise unhold a weight
-    it keeps frozen by showing a copy of another under its name."""
+    those found by value (_match_by_value), as KernelBench, which shares no weights, would have them.
+    A ModelNew that builds its `fc2` first and applies it first is KernelBench-correct (its `fc2` holds
+    Model's `fc1` from the same seed); given the weights by name, it failed every trial (red team,
+    2026-11-27). One that builds them the other way round and applies them by name, or builds a
+    module of the same shape first, is correct by names: that mapping is kept (p.by_name) for the
+    first trial to fall back to (trials.run_trials). The digests are the room's, so they are only a
+    reason to read those tensors back; and values must hold every one of Model's tensors that its
+    name held, or the names stand: a room could otherwise unhold a weight it keeps frozen by
+    showing a copy of another under its name."""
     own = built_tensors(p.torch, p.ref_model)
     names = [k for k, shape in loaded.state.items() if k in own and list(own[k].shape) == shape]
     moved = _built_as_another(own, names, loaded.digests)
+    found = []
     for by_value in ([moved, []] if moved else [[]]):
         by_name = [k for k in names if k not in by_value]
         slots = p.of(room).arena.layout([own[k] for k in by_name]) if by_name else []
@@ -317,7 +322,8 @@ def _share_weights(p: Prepared, room: RoomClient, loaded: Loaded) -> None:
         _match_by_value(p, room, own, loaded.state)
         held = {own[k].data_ptr() for k in held_names(p) if k in own}
         if all(own[k].data_ptr() in held for k in by_value):
-            return
+            found.append((p.state, p.state_from, p.state_ties))
+    (p.state, p.state_from, p.state_ties), p.by_name = found[0], (found[1] if len(found) > 1 else None)
 
 
 def _built_as_another(own: dict[str, Any], names: list[str], digests: dict[str, str]) -> list[str]:
