@@ -88,7 +88,8 @@ class Load(BaseModel):
     model_class: Literal["ModelNew", "Model"] = "ModelNew"
     build_model: bool = Field(True, description="build the model too (False: import only, which builds "
                                               "the candidate's extensions)")
-    init_args: list[Any] = Field(default_factory=list)
+    init_args: list[Any] = Field(default_factory=list, description="get_init_inputs() as JSON, a tuple as "
+                                 '{"tuple": [...]} (judge.prepare.plain_values): `args` rebuilds them')
     n_inputs: int | None = Field(None, description="how many inputs forward will get (for a clear interface error)")
     device: str = "cpu"
     visible_devices: str | None = Field(None, description="CUDA_VISIBLE_DEVICES to set before CUDA starts")
@@ -96,6 +97,16 @@ class Load(BaseModel):
                                      "judge's: PCI_BUS_ID, as NVML numbers GPUs)")
     prebuilt: dict[str, int] = Field(default_factory=dict, description="extension key -> index of the .so's "
                                      "file descriptor among those attached to this message")
+
+    def args(self) -> list[Any]:
+        """init_args with their tuples as tuples again: a candidate that concatenated one to a tuple
+        raised where the room built it from a list (red team, 2026-11-27)."""
+        def one(v: Any) -> Any:
+            if isinstance(v, dict):
+                return tuple(one(x) for x in v["tuple"])
+            return [one(x) for x in v] if isinstance(v, list) else v
+
+        return [one(v) for v in self.init_args]
 
 
 class Rehearse(BaseModel):

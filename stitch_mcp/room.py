@@ -127,7 +127,7 @@ class _Room:
         from stitch_mcp.loader import build_model, built_tensors, value_digest
 
         with torch.no_grad():
-            self.model = _guarded("init", lambda: build_model(cls, list(message.init_args), self.device))
+            self.model = _guarded("init", lambda: build_model(cls, message.args(), self.device))
         own = built_tensors(torch, self.model)
         return Loaded(state={k: list(v.shape) for k, v in own.items()}, digests={k: value_digest(v) for k, v in own.items()},
                       import_s=round(t_import, 3), build_s=round(time.monotonic() - t0, 3),
@@ -312,7 +312,7 @@ def _check_interface(cls, message: Load) -> None:
     (a clear error here beats a TypeError from inside the first call)."""
     import inspect
 
-    checks = [(cls, list(message.init_args), "constructor", "get_init_inputs()", len(message.init_args))]
+    checks = [(cls, message.args(), "constructor", "get_init_inputs()", len(message.init_args))]
     forward = getattr(cls, "forward", None)
     if forward is None:
         raise _CandidateError(Failed(error_kind="interface", message=f"{message.model_class} has no forward method"))

@@ -213,6 +213,13 @@ def test_every_trial_seed_is_drawn_for_its_check():
     assert trial_plan(7)[-1][2] == "reinit" and trial_plan(7)[4][2] == "task"
 
 
+def test_tuples_among_the_constructors_arguments_reach_modelnew_as_tuples():
+    """get_init_inputs() crosses to the room as JSON: its tuples came out as lists, and a candidate
+    that concatenated one to a tuple, or checked its type, raised where the reference did not."""
+    r = check("ref_tuple_init", "cand_tuple_init")
+    assert r.verdict == "pass", r.summary
+
+
 def test_weights_are_reinitialised_and_copied():
     r = check("ref_linear", "cand_linear_ok")
     assert r.verdict == "pass", r.summary

@@ -417,11 +417,14 @@ def restore_weights(p: Prepared, room: RoomClient) -> None:
 
 
 def plain_values(values: list[Any]) -> list[Any]:
-    """get_init_inputs() as JSON: KernelBench's are numbers, tuples and strings."""
-    out = []
+    """get_init_inputs() as JSON: KernelBench's are numbers, tuples and strings; a tuple is tagged
+    ({"tuple": [...]}), for the room to build it again (door.Load.args)."""
+    out: list[Any] = []
     for v in values:
-        if isinstance(v, (list, tuple)):
-            out.append(plain_values(list(v)))
+        if isinstance(v, tuple):
+            out.append({"tuple": plain_values(list(v))})
+        elif isinstance(v, list):
+            out.append(plain_values(v))
         elif isinstance(v, (bool, int, float, str)) or v is None:
             out.append(v)
         else:
