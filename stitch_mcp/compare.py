@@ -292,14 +292,21 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
     return list(reversed(idx))
 
 
-def near_zero_exploit(out, ref, atol) -> bool:
-    """The reference's output is within atol of zero and the candidate's does not follow it."""
+def near_zero_exploit(out, ref, atol: float | list[float]) -> bool:
+    """For some tensor output, the reference's is within its atol of zero and the candidate's does
+    not follow it. `atol`: one for every output, or one per flattened output (output_tolerances).
+    Only the first output was looked at: a second one, within its tolerance of zero and returned as
+    zeros, passed (red team, 2026-11-27)."""
+    o, r = integ.flatten(out), integ.flatten(ref)
+    atols = atol if isinstance(atol, list) else [atol] * len(r)
+    return any(_near_zero_one(a, b, tol) for a, b, tol in zip(o, r, atols))
+
+
+def _near_zero_one(o, r, atol: float) -> bool:
     import torch
 
-    o, r = integ.flatten(out), integ.flatten(ref)
-    if not o or not isinstance(o[0], torch.Tensor) or not isinstance(r[0], torch.Tensor):
+    if not isinstance(o, torch.Tensor) or not isinstance(r, torch.Tensor):
         return False
-    o, r = o[0], r[0]
     if o.shape != r.shape or not r.is_floating_point() or not r.numel():
         return False
     low, high = (float(v) for v in torch.aminmax(r))  # one pass; the exact scale only when it is small

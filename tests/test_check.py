@@ -614,6 +614,8 @@ def test_weights_out_of_reach_of_the_reinitialised_trial_are_named():
     ("ref_relu", "cand_empty", "unwritten_output"),
     ("ref_tiny", "cand_zeros", "tolerance_exploit"),
     ("ref_tiny", "cand_zeros", "constant_output"),
+    ("ref_tiny_second", "cand_zeros_second", "tolerance_exploit"),  # every output is looked at, not the first only
+    ("ref_tiny_second", "cand_zeros_second", "constant_output"),
     ("ref_relu", "cand_subclass", "tensor_subclass"),
 ])
 def test_integrity_finding(ref, cand, code):

@@ -34,7 +34,7 @@ class TrialFacts:
     aliased: list[int] = field(default_factory=list)
     unwritten: list[int] = field(default_factory=list)
     not_plain: list[str] = field(default_factory=list)
-    fingerprints: list[tuple[Any, Any]] = field(default_factory=list)
+    fingerprints: list[list[tuple[Any, Any]]] = field(default_factory=list)  # per trial: (reference's, candidate's) per output
     weights_unreached: bool = False  # Model has parameters, and no tensor of ModelNew holds any of them
 
 
@@ -67,14 +67,14 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         trial.update(result)
         if note or dist_note:
             trial["problems"] = [n for n in (note, dist_note) if n] + trial["problems"]
-        trial["near_zero"] = near_zero_exploit(out, ref_out, p.tols[0][0] if p.tols else p.atol)
+        trial["near_zero"] = near_zero_exploit(out, ref_out, [tol[0] for tol in p.tols] if p.tols else p.atol)
         if not trial["ok"] and sum(not t["ok"] for t in res["trials"]) < 2 and not _has_described(out):
             # the first two failed trials (the reasons show two): the inputs they really used and the
             # reference's own rounding noise on them (a float64 run of the reference)
             trial.update(failure_context(p.ref_model, inputs, ref_out, out, p.atol, p.rtol))
         res["trials"].append(trial)
-        facts.fingerprints.append((integ.fingerprint(integ.flatten(ref_out)[0]),
-                                   integ.fingerprint(integ.flatten(out)[0])))
+        facts.fingerprints.append([(integ.fingerprint(r), integ.fingerprint(o))
+                                   for r, o in zip(integ.flatten(ref_out), integ.flatten(out))])
         del out, ref_out, inputs
     return facts
 
@@ -245,10 +245,17 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
             "they were built with, so the trial with re-initialised weights could not run: weights loaded into it "
             "by Model's names would not reach what it computes (expected where it fuses or lays out every weight "
             "anew; not where it keeps them outside its state_dict)", severity="warning"))
-    ref_fps = [r for r, _ in facts.fingerprints if r is not None]
-    cand_fps = [c for _, c in facts.fingerprints if c is not None]
-    if len(ref_fps) >= 2 and len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1:
+    if any(_constant_output([trial[k] for trial in facts.fingerprints if k < len(trial)])
+           for k in range(max(map(len, facts.fingerprints), default=0))):
         res["findings"].append(f("constant_output", "the candidate returned the same output for different inputs "
                                                     "while the reference's changed: the output does not depend on "
                                                     "the input"))
+
+
+def _constant_output(pairs: list[tuple[Any, Any]]) -> bool:
+    """One output over the trials, (the reference's fingerprint, the candidate's): the reference's
+    changed and the candidate's did not."""
+    ref_fps = [r for r, _ in pairs if r is not None]
+    cand_fps = [c for _, c in pairs if c is not None]
+    return len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1
 
