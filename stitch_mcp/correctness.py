@@ -32,7 +32,11 @@ DRAW_CHUNK = 1 << 24
 
 
 def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any]:
-    """Replace floating-point inputs by another distribution with the task's mean/scale and sign."""
+    """Replace floating-point inputs by another distribution with the task's mean/scale and sign,
+    and the task's structure (_keep_structure): a candidate that uses what the task promises of its
+    inputs (a triangular or symmetric matrix, rows of probabilities, labels of -1 and 1) is not
+    tested outside it. Red team, 2026-11-27: KernelBench's triangular and symmetric matmuls done the
+    way their names invite failed the normal and heavy-tailed trials."""
     import torch
 
     if kind == "task":
@@ -42,19 +46,45 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
     def one(x):
         if isinstance(x, (list, tuple)):
             return type(x)(one(v) for v in x)
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 2:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 2 or _discrete(torch, x):
             return x
         xf = x.float()
         mean, std, low = float(xf.mean()), float(xf.std()), float(xf.min())
         del xf
         std = std if std > 0 and math.isfinite(std) else 1.0
         y = torch.empty(x.shape, dtype=torch.float32, device=device)
+        flat = x.reshape(-1)
+        at = 0
         for part in y.view(-1).split(DRAW_CHUNK):
             z = _draw(torch, part.numel(), kind, gen, device)
             part.copy_((z * std).abs() + max(low, 0.0) if low >= 0 else z * std + mean)
-        return y.to(x.dtype)
+            part.masked_fill_(flat[at:at + part.numel()] == 0, 0.0)  # the task's zeros: a triangle, a band
+            at += part.numel()
+        return _keep_structure(torch, x, y, low).to(x.dtype)
 
     return [one(v) for v in inputs]
+
+
+def _discrete(torch, x) -> bool:
+    """A float tensor of a few values only (labels of -1 and 1, a mask of 0 and 1): redrawn, its
+    values would leave the set the task draws them from; it keeps the task's."""
+    flat = x.reshape(-1)
+    sample = flat[:: max(1, flat.numel() // 4096)]
+    values = torch.unique(sample)
+    if values.numel() > 8 or flat.numel() < 4 * values.numel():
+        return False
+    return all(bool(torch.isin(part, values).all()) for part in flat.split(DRAW_CHUNK))
+
+
+def _keep_structure(torch, x, y, low: float):
+    """The task's symmetry (x equal to its transpose in the last two dimensions) and rows that sum
+    to one (probabilities, as KernelBench's KL divergence takes) carried over to the draw `y`."""
+    if x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and torch.equal(x, x.mT):
+        y = y.triu() + y.triu(1).mT
+    if low >= 0 and x.shape[-1] > 1 and bool(torch.allclose(x.sum(-1, dtype=torch.float32),
+                                                            torch.ones((), device=x.device), atol=1e-3)):
+        y.div_(y.sum(-1, keepdim=True).clamp_min(1e-30))
+    return y
 
 
 def _draw(torch, n: int, kind: str, gen, device: str):

@@ -528,6 +528,18 @@ def test_wrong_output_fails_with_trial_details():
     assert "wrong output in trial" in r.reasons[0]
 
 
+@pytest.mark.parametrize("ref,cand", [("ref_tril_mm", "cand_tril_mm_triangles"), ("ref_sym_mm", "cand_sym_mm_transposed"),
+                                      ("ref_hinge", "cand_hinge_signs")])
+def test_other_distributions_keep_what_the_task_promises_of_its_inputs(ref, cand):
+    """No false alarm: a candidate that uses what the task's inputs promise (triangular or symmetric
+    matrices, targets of -1 and 1, as KernelBench's level 1 draws them) passes the normal and
+    heavy-tailed trials, which keep the task's zeros, symmetry and few values (they redrew every
+    element, and these failed)."""
+    r = check(ref, cand)
+    assert r.verdict == "pass", r.summary
+    assert {t.inputs for t in r.correctness.trials} == {"task", "normal", "heavy_tailed"}, r.correctness.trials
+
+
 def test_heavy_tailed_inputs_catch_range_limited_candidate():
     r = check("ref_scale", "cand_clamp_range")
     assert r.verdict == "fail", r.summary
