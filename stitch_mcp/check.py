@@ -584,8 +584,8 @@ def _diagnosis(trials: list[TrialResult]) -> str:
         if not small:
             return ("only trials with re-initialised weights fail: the candidate does not compute with the model's "
                     "current parameters (it copies, caches or hard-codes them at construction or on its first "
-                    "call, or reads a buffer of its own); read the weights from the module's parameters on every "
-                    "forward")
+                    "call, changes them in place as it builds them (folds, scales or transposes them), or reads a "
+                    "buffer of its own); keep the parameters as Model holds them and read them on every forward")
         scope = "only with re-initialised weights; "
     elif all(t.inputs != "task" for t in bad) and any(t.inputs == "task" for t in good):
         dists = ", ".join(sorted({t.inputs for t in bad}))

@@ -45,6 +45,22 @@ class RoomBuffers:
 
 
 @dataclass
+class WeightShare:
+    """One way of giving ModelNew's tensors Model's values (_share_weights): which of them get which,
+    and which it keeps as it built them."""
+
+    state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
+    state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
+    state_ties: dict[str, str] = field(default_factory=dict)  # Model's name -> the one of equal values shared
+    as_built: list[str] = field(default_factory=list)  # names Model has too, left with the values ModelNew built
+
+    def held(self) -> set[str]:
+        """Model's names whose values ModelNew's tensors get, ties included (trials._reinit)."""
+        held = {self.state_from.get(k, k) for k in self.state}
+        return held | {k for k, stand in self.state_ties.items() if stand in held}
+
+
+@dataclass
 class Prepared:
     """What the judge holds for the whole stage."""
 
@@ -60,10 +76,9 @@ class Prepared:
     warm_finite: bool
     tols: list[tuple[float, float]] = field(default_factory=list)  # (atol, rtol) per flattened output
     buffers: dict[str, RoomBuffers] = field(default_factory=dict)  # by room (RoomClient.role)
-    state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
-    state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
-    state_ties: dict[str, str] = field(default_factory=dict)  # Model's name -> the one of equal values shared
-    by_name: tuple | None = None  # (state, state_from, state_ties) by names alone, where values overrode them
+    weights: WeightShare = field(default_factory=WeightShare)  # the one in use
+    weights_untried: list[WeightShare] = field(default_factory=list)  # the others, for the first trial to fall back to
+    weights_reinit: WeightShare | None = None  # where `weights` leaves names as built: the one that holds them
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
     compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
@@ -284,8 +299,8 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
     res["stage_seconds"]["room_load"] = loaded.build_s
     res["stage_seconds"]["room_cuda"] = loaded.cuda_s
     _share_weights(p, room, loaded)
-    res["copied_state"] = len(p.state)
-    if p.state:
+    res["copied_state"] = len(p.weights.state)
+    if p.weights.state:
         share_state(p, room)
     # a first call before the lease: whatever the candidate compiles on first use (Triton's JIT,
     # a load_inline in forward) happens now; its outputs are not looked at
@@ -299,65 +314,72 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 
 
 def _share_weights(p: Prepared, room: RoomClient, loaded: Loaded) -> None:
-    """Which of ModelNew's tensors get which of Model's values (p.state, p.state_from, p.state_ties):
-    those of the same name and shape, unless one holds another of Model's values as built, and then
-    those found by value (_match_by_value), as KernelBench, which shares no weights, would have them.
-    A ModelNew that builds its `fc2` first and applies it first is KernelBench-correct (its `fc2` holds
-    Model's `fc1` from the same seed); given the weights by name, it failed every trial (red team,
-    2026-11-27). One that builds them the other way round and applies them by name, or builds a
-    module of the same shape first, is correct by names: that mapping is kept (p.by_name) for the
-    first trial to fall back to (trials.run_trials). The digests are the room's, so they are only a
-    reason to read those tensors back; and values must hold every one of Model's tensors that its
-    name held, or the names stand: a room could otherwise unhold a weight it keeps frozen by
-    showing a copy of another under its name."""
+    """Which of ModelNew's tensors get which of Model's values (p.weights), and the other ways the
+    first trial falls back to, in this order (trials.run_trials):
+    - as KernelBench, which shares no weights, has them: the tensors ModelNew shares with Model by
+      name get Model's values where they hold them as built; where they hold another of Model's
+      values, that one (found by value, _match_by_value); where they hold none, ModelNew keeps
+      its own. A candidate that folds a divisor into its conv at construction (a common rewrite),
+      or builds its `fc2` first and applies it first, failed every trial with Model's weights by
+      name (red team, 2026-11-27);
+    - every name held: those holding another of Model's values by value, the rest by name;
+    - by names alone, as before: right for a ModelNew that builds its layers in another order, or
+      a module of their shape first, and applies them by name.
+    The room's digests only say which tensors to read back. The trial with re-initialised weights
+    needs every one of Model's tensors held that its name holds (p.weights_reinit): a room could
+    otherwise unhold a weight it keeps frozen by showing a copy of another, or a slightly changed
+    value, under its name."""
     own = built_tensors(p.torch, p.ref_model)
     names = [k for k, shape in loaded.state.items() if k in own and list(own[k].shape) == shape]
-    moved = _built_as_another(own, names, loaded.digests)
-    found = []
-    for by_value in ([moved, []] if moved else [[]]):
-        by_name = [k for k in names if k not in by_value]
-        slots = p.of(room).arena.layout([own[k] for k in by_name]) if by_name else []
-        p.state = {k: s for k, s in zip(by_name, slots) if s is not None}
-        p.state_from, p.state_ties = {}, {}
-        _match_by_value(p, room, own, loaded.state)
-        held = {own[k].data_ptr() for k in held_names(p) if k in own}
-        if all(own[k].data_ptr() in held for k in by_value):
-            found.append((p.state, p.state_from, p.state_ties))
-    (p.state, p.state_from, p.state_ties), p.by_name = found[0], (found[1] if len(found) > 1 else None)
+    moved, differ = _as_built(own, names, loaded.digests)
+    shares = [_share(p, room, own, loaded, [k for k in names if k not in moved + differ], differ)] if differ else []
+    if moved:
+        by_value = _share(p, room, own, loaded, [k for k in names if k not in moved], [])
+        held = {own[k].data_ptr() for k in by_value.held() if k in own}
+        if all(own[k].data_ptr() in held for k in moved):
+            shares.append(by_value)
+    shares.append(_share(p, room, own, loaded, names, []))
+    p.weights, p.weights_untried = shares[0], shares[1:]
+    p.weights_reinit = shares[1] if differ else None
 
 
-def _built_as_another(own: dict[str, Any], names: list[str], digests: dict[str, str]) -> list[str]:
+def _share(p: Prepared, room: RoomClient, own: dict[str, Any], loaded: Loaded, by_name: list[str],
+           as_built: list[str]) -> WeightShare:
+    """`by_name` shared by name, `as_built` left as ModelNew built them, the rest found by value."""
+    slots = p.of(room).arena.layout([own[k] for k in by_name]) if by_name else []
+    share = WeightShare(state={k: s for k, s in zip(by_name, slots) if s is not None}, as_built=as_built)
+    _match_by_value(p, room, share, own, {k: v for k, v in loaded.state.items() if k not in as_built})
+    return share
+
+
+def _as_built(own: dict[str, Any], names: list[str], digests: dict[str, str]) -> tuple[list[str], list[str]]:
     """Of the names ModelNew shares with Model, those whose tensor as built (by the room's digest)
-    differs from Model's of that name and looks like another of Model's tensors of varied values."""
+    differs from Model's of that name: those that look like another of Model's tensors of varied
+    values, and the others."""
     differ = [k for k in names if k in digests and digests[k] != value_digest(own[k])]
     if not differ:
-        return []
+        return [], []
     others = {value_digest(v) for v in own.values() if v.numel() and not _constant(v)}
-    return [k for k in differ if digests[k] in others]
+    return [k for k in differ if digests[k] in others], [k for k in differ if digests[k] not in others]
 
 
-def held_names(p: Prepared) -> set[str]:
-    """Model's names whose values ModelNew's tensors get, ties included (trials._reinit)."""
-    held = {p.state_from.get(k, k) for k in p.state}
-    return held | {k for k, stand in p.state_ties.items() if stand in held}
-
-
-def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: dict[str, list[int]]) -> None:
+def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict[str, Any],
+                    shapes: dict[str, list[int]]) -> None:
     """Where some of Model's tensors share no name with ModelNew's: ModelNew's other tensors that
     hold one of Model's values as built (a renamed module built from the same seed, a copy it keeps
-    beside it) are shared from it too (p.state, p.state_from). Before, a renamed candidate that kept
+    beside it) are shared from it too (share.state, share.state_from). Before, a renamed candidate that kept
     a private copy of the task's weights passed the trial with re-initialised weights, and so did one
     keeping a second copy beside a renamed one (red team, 2026-11-27).
     - Values that are one number throughout (a LayerNorm's ones, a bias's zeros) say nothing of
       which tensor they are: a candidate's own mask of ones was given a LayerNorm's new weights, and
       one LayerNorm stood for two (red team). Only tensors of varied values are matched.
     - Model's parameters of equal varied values (one weight under two names, as a tied head) stand
-      for each other (p.state_ties): the trial gives them all the same new values. Where a buffer,
+      for each other (share.state_ties): the trial gives them all the same new values. Where a buffer,
       which that trial leaves as it is, holds them too, which holder is which is unknown: none is
       shared."""
     torch = p.torch
     tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel()}
-    if all(k in p.state or _constant(v) for k, v in tensors.items()):  # the common case: all shared by name
+    if all(k in share.state or _constant(v) for k, v in tensors.items()):  # the common case: all shared by name
         return
     tensors = {k: v for k, v in tensors.items() if not _constant(v)}
     groups: dict[str, list[str]] = {}
@@ -365,7 +387,7 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     for k, v in tensors.items():
         groups.setdefault(value_digest(v), []).append(k)
         like.setdefault(tuple(v.shape), v)
-    asked = [k for k, shape in shapes.items() if k not in p.state and tuple(shape) in like]
+    asked = [k for k, shape in shapes.items() if k not in share.state and tuple(shape) in like]
     if not asked:
         return
     templates = [like[tuple(shapes[k])] for k in asked]
@@ -377,9 +399,9 @@ def _match_by_value(p: Prepared, room: RoomClient, own: dict[str, Any], shapes: 
     for name, (spec, view) in slots.items():
         same = [k for k in groups.get(value_digest(view), []) if torch.equal(tensors[k], view)]
         if same and all(tensors[k].data_ptr() in params for k in same):
-            stand = next((k for k in same if k in held_names(p)), same[0])
-            p.state[name], p.state_from[name] = (spec, view), stand
-            p.state_ties.update({k: stand for k in same if k != stand and k not in p.state})
+            stand = next((k for k in same if k in share.held()), same[0])
+            share.state[name], share.state_from[name] = (spec, view), stand
+            share.state_ties.update({k: stand for k in same if k != stand and k not in share.state})
 
 
 def _constant(t: Any) -> bool:
@@ -434,13 +456,13 @@ def plain_values(values: list[Any]) -> list[Any]:
 
 
 def share_state(p: Prepared, room: RoomClient) -> None:
-    own = p.ref_model.state_dict()
+    own, w = p.ref_model.state_dict(), p.weights
     with p.torch.no_grad():
-        for name, (_, view) in p.state.items():
-            view.copy_(own[p.state_from.get(name, name)])
+        for name, (_, view) in w.state.items():
+            view.copy_(own[w.state_from.get(name, name)])
     sync(p)
     attach(p, room)
-    room.ask(LoadState(tensors={name: spec for name, (spec, _) in p.state.items()}))
+    room.ask(LoadState(tensors={name: spec for name, (spec, _) in w.state.items()}))
 
 
 def attach(p: Prepared, room: RoomClient) -> None:

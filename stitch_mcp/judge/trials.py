@@ -17,9 +17,9 @@ from stitch_mcp.correctness import StageError, distribute, perturb_weights
 from stitch_mcp.door import Call
 from stitch_mcp.judge.prepare import (
     Prepared,
+    WeightShare,
     attach,
     free_cached,
-    held_names,
     put_inputs,
     reference_output,
     share_state,
@@ -46,7 +46,9 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         stage("correctness", trial=i)
         note = ""
         if weights == "reinit":
+            every_name = _weights_holding_every_name(p)
             done, note = _reinit(p, seed)
+            note = "; ".join(n for n in (every_name, note) if n)
             if done:
                 share_state(p, room)
             else:
@@ -60,8 +62,8 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         with p.torch.no_grad():
             ref_out = reference_output(p.ref_model, inputs, clone=p.ref_writes_inputs)
         result = _compare(out, ref_out, p)
-        if i == 0 and not result["ok"] and p.by_name is not None:
-            out, result, note = _by_names_instead(p, room, inputs, facts, ref_out, (out, result))
+        if i == 0 and not result["ok"] and p.weights_untried:
+            out, result, note = _other_weights(p, room, inputs, facts, ref_out)
         if i in facts.unwritten and not result["ok"]:
             result["problems"].append("some elements were never written (they still hold the poison value)")
         trial.update(result)
@@ -79,25 +81,50 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
     return facts
 
 
-def _by_names_instead(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, ref_out: Any,
-                      failed: tuple[Any, dict[str, Any]]) -> tuple[Any, dict[str, Any], str]:
-    """The first trial again, with the weights shared by ModelNew's names, where it failed with them
-    shared by the values its tensors held as built (prepare._share_weights): a ModelNew that builds
-    its layers in another order than Model, or a module of the same shape first, and applies them by
-    name, is right that way. Where it is, the names stand for every later trial and for timing; both
-    ways hold every one of Model's parameters, so the trial with re-initialised weights reaches them
-    either way. The outputs, the comparison and a note; or the first failure, the values' way back."""
-    by_value, (p.state, p.state_from, p.state_ties), p.by_name = (p.state, p.state_from, p.state_ties), p.by_name, None
-    share_state(p, room)
-    out, _ = _candidate_call(p, room, inputs, facts, 0)
-    result = _compare(out, ref_out, p)
-    if result["ok"]:
-        moved = sorted(k for k, source in by_value[1].items() if k in p.state and p.state_from.get(k, k) != source)
-        return out, result, (f"weights shared by ModelNew's names: {', '.join(moved[:3])}{' ...' if len(moved) > 3 else ''} "
-                             "held others of Model's values as built, but it computes as Model by their names")
-    p.state, p.state_from, p.state_ties = by_value
-    share_state(p, room)
-    return (*failed, "")
+def _other_weights(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts,
+                   ref_out: Any) -> tuple[Any, dict[str, Any], str]:
+    """The first trial again with each other way of sharing the weights in turn (p.weights_untried,
+    prepare._share_weights), where it failed with the values ModelNew's tensors held as built: the
+    first that passes stands for every later trial and for timing. A ModelNew that builds its
+    layers in another order than Model, or a module of their shape first, and applies them by name,
+    is right with Model's values by name. Where none passes, the last (by names alone) stands, and
+    its failure is the one reported. The outputs, the comparison and a note."""
+    first, p.weights_reinit = p.weights, None  # every share after the first holds every name
+    while p.weights_untried:
+        p.weights = p.weights_untried.pop(0)
+        share_state(p, room)
+        for seen in (facts.mutated, facts.aliased, facts.unwritten):  # the call below observes them again
+            seen[:] = [k for k in seen if k != 0]
+        out, _ = _candidate_call(p, room, inputs, facts, 0)
+        result = _compare(out, ref_out, p)
+        if result["ok"]:
+            p.weights_untried = []
+            return out, result, _weights_note(first, p.weights)
+    return out, result, ""
+
+
+def _weights_note(first: WeightShare, now: WeightShare) -> str:
+    """What the weights that passed the first trial do that those tried first did not."""
+    moved = sorted(set(first.as_built) | {k for k, source in first.state_from.items()
+                                          if k in now.state and now.state_from.get(k, k) != source})
+    return (f"weights shared by Model's names: ModelNew's {', '.join(moved[:3])}{' ...' if len(moved) > 3 else ''} "
+            "held other values as built (another of Model's, or its own), but it computes as Model with Model's "
+            "values under their names")
+
+
+def _weights_holding_every_name(p: Prepared) -> str:
+    """Before the trial with re-initialised weights: where the trials so far left some of ModelNew's
+    tensors with the values it built (they differ from Model's of their names: changed at
+    construction), the weights that give them Model's values by name, as loading Model's weights
+    would (a room could otherwise keep a weight frozen by changing it slightly as it builds it). A
+    candidate that folds or transposes a weight in place at construction fails here, as one caching
+    it at its first call does."""
+    if p.weights_reinit is None:
+        return ""
+    as_built, p.weights, p.weights_reinit = p.weights.as_built, p.weights_reinit, None
+    return (f"ModelNew builds {', '.join(as_built[:3])}{' ...' if len(as_built) > 3 else ''} with other values than "
+            "Model's (changed at construction: folded, scaled or transposed?); the trials on the task's weights left "
+            "them so, this one gives them Model's re-initialised values by name, as loading Model's weights would")
 
 
 def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
@@ -111,7 +138,7 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
     own, params = p.ref_model.state_dict(), dict(p.ref_model.named_parameters())
     if not params:
         return False, "weights not re-initialised: the model has no parameters"
-    held = {own[k].data_ptr() for k in held_names(p) if k in own}
+    held = {own[k].data_ptr() for k in p.weights.held() if k in own}
     kept = {k: v.clone() for k, v in own.items() if v.data_ptr() not in held}
     unheld = [k for k, prm in params.items() if prm.data_ptr() not in held]
     if len(unheld) == len(params):
@@ -121,7 +148,7 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
     p.perturbed = True
     fresh = p.ref_model.state_dict()
     with p.torch.no_grad():
-        for k, stand in p.state_ties.items():
+        for k, stand in p.weights.state_ties.items():
             fresh[k].copy_(fresh[stand])
         for k, v in kept.items():
             fresh[k].copy_(v)
