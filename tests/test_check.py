@@ -635,6 +635,12 @@ def test_weights_out_of_reach_of_the_reinitialised_trial_are_named():
     warned = [f for f in r.integrity.findings if f.code == "weights_unreached"]
     assert warned and warned[0].severity == "warning", r.integrity.findings
     assert "weights_unreached" not in {f.code for f in check("ref_linear", "cand_linear_renamed").integrity.findings}
+    # one parameter out of reach (laid out anew here; a weight kept outside state_dict beside a registered
+    # bias passed with no finding at all: red team, fourth round): the warning names it
+    r = check("ref_linear", "cand_linear_transposed")
+    warned = [f for f in r.integrity.findings if f.code == "weights_unreached"]
+    assert r.verdict == "pass" and warned and warned[0].severity == "warning", r.integrity.findings
+    assert warned[0].message.startswith("linear.weight of Model's parameters kept the task's values"), warned
 
 
 # ------------------------------------------------------------------ integrity findings
@@ -655,6 +661,18 @@ def test_integrity_finding(ref, cand, code):
     assert r.verdict == "fail", r.summary
     assert code in codes(r), (code, r.integrity.findings)
     assert not r.integrity.ok
+
+
+@pytest.mark.parametrize("ref,cand,warned", [("ref_pass_mask", "cand_pass_mask", {"output_aliases_input"}),
+                                             ("ref_add_in_place", "cand_add_in_place",
+                                              {"input_mutation", "output_aliases_input"})])
+def test_a_candidate_mirroring_what_the_reference_does_to_its_inputs_is_only_warned(ref, cand, warned):
+    """A reference that passes an input through as an output, or works in place on its input: the
+    candidate that does the same is right (KernelBench passes it) and gets warnings, not errors."""
+    r = check(ref, cand)
+    assert r.verdict == "pass", r.summary
+    assert {f.code for f in r.integrity.findings if f.severity == "warning"} >= warned, r.integrity.findings
+    assert all("the reference does too" in f.message for f in r.integrity.findings if f.code in warned)
 
 
 def test_the_candidate_cannot_reach_the_reference_or_the_judge():

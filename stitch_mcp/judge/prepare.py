@@ -81,6 +81,7 @@ class Prepared:
     weights_reinit: WeightShare | None = None  # where `weights` leaves names as built: the one that holds them
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
+    ref_aliases_inputs: bool = False  # an output of the reference's is (a view of) one of its inputs
     compiled_ahead: Any = None  # correctness.Compiled: torch.compile compiled before the check's share
 
     @property
@@ -146,6 +147,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
         warm = reference_output(ref_model, copies, clone=False)
         writes_inputs = any(isinstance(a, torch.Tensor) and not integ.same_bits(a, b)
                             for a, b in zip(integ.flatten(copies), integ.flatten(first)))
+        aliases_inputs = bool(integ.storages(warm) & integ.storages(copies))
         del copies
     flat = integ.flatten(warm)
     templates = [o.to("meta") if isinstance(o, torch.Tensor) else o for o in flat]
@@ -158,7 +160,8 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
                  if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
     p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite,
                  tols=output_tolerances(templates, spec),
-                 ref_writes_inputs=writes_inputs, compiled_ahead=ahead[1] if ahead else None)
+                 ref_writes_inputs=writes_inputs, ref_aliases_inputs=aliases_inputs,
+                 compiled_ahead=ahead[1] if ahead else None)
     shared = None
     for room in rooms.values():
         if shared is None or device != "cuda":

@@ -36,6 +36,7 @@ class TrialFacts:
     not_plain: list[str] = field(default_factory=list)
     fingerprints: list[list[tuple[Any, Any]]] = field(default_factory=list)  # per trial: (reference's, candidate's) per output
     weights_unreached: bool = False  # Model has parameters, and no tensor of ModelNew holds any of them
+    weights_kept: list[str] = field(default_factory=list)  # Model's parameters of varied values none holds
 
 
 def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient, stage) -> TrialFacts:
@@ -47,7 +48,7 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         note = ""
         if weights == "reinit":
             every_name = _weights_holding_every_name(p)
-            done, note = _reinit(p, seed)
+            done, note, facts.weights_kept = _reinit(p, seed)
             note = "; ".join(n for n in (every_name, note) if n)
             if done:
                 share_state(p, room)
@@ -127,23 +128,24 @@ def _weights_holding_every_name(p: Prepared) -> str:
             "them so, this one gives them Model's re-initialised values by name, as loading Model's weights would")
 
 
-def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
+def _reinit(p: Prepared, seed: int) -> tuple[bool, str, list[str]]:
     """Fresh weights in the reference, to be shared with the room (prepare.share_state), and a note.
     Model's parameters that ModelNew holds by name or by value (prepare._match_by_value) get new
     values, those tied to one of equal values get its new values. The others keep the task's values,
     in the reference and in the room, and the note names them: a weight stored transposed, a
     LayerNorm's ones under another name. A parameter is held where any of its names is: a head tied
     to the embedding is the embedding's weight (restoring it by its other name undid the new
-    embedding, red team 2026-11-27). Buffers keep their values (perturb_weights)."""
+    embedding, red team 2026-11-27). Buffers keep their values (perturb_weights). Also the kept
+    parameters of varied values (trial_findings warns of them)."""
     own, params = p.ref_model.state_dict(), dict(p.ref_model.named_parameters())
     if not params:
-        return False, "weights not re-initialised: the model has no parameters"
+        return False, "weights not re-initialised: the model has no parameters", []
     held = {own[k].data_ptr() for k in p.weights.held() if k in own}
     kept = {k: v.clone() for k, v in own.items() if v.data_ptr() not in held}
     unheld = [k for k, prm in params.items() if prm.data_ptr() not in held]
     if len(unheld) == len(params):
         return False, (f"weights not re-initialised: ModelNew holds none of Model's parameters "
-                       f"({', '.join(list(params)[:3])}) by name or by values of their own")
+                       f"({', '.join(list(params)[:3])}) by name or by values of their own"), []
     perturb_weights(p.ref_model, seed)
     p.perturbed = True
     fresh = p.ref_model.state_dict()
@@ -153,10 +155,11 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str]:
         for k, v in kept.items():
             fresh[k].copy_(v)
     if not unheld:
-        return True, ""
+        return True, "", []
+    varied = [k for k in unheld if params[k].numel() > 1 and not bool((kept[k] == kept[k].reshape(-1)[0]).all())]
     return True, (f"{', '.join(unheld[:3])}{' ...' if len(unheld) > 3 else ''} kept the task's values: ModelNew "
                   "holds them by no name of Model's, nor by values of their own (one number throughout, "
-                  "or laid out anew)")
+                  "or laid out anew)"), varied
 
 
 def _compare(out: Any, ref_out: Any, p: Prepared) -> dict[str, Any]:
@@ -248,12 +251,19 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
     f = integ.finding
     res["checks_run"] += ["input_mutation", "unwritten_output", "plain_tensor", "output_varies",
                           "tolerance_exploit", "background_processes"]
+    # where the reference does the same, the candidate only mirrors it (red team, 2026-11-27: a reference
+    # passing its mask through, another adding in place, and the candidates doing as they do, failed)
+    mirrored = " (the reference does too: a warning only)"
     if facts.mutated:
         res["findings"].append(f("input_mutation", f"the candidate modified its inputs in place (trials "
-                                                   f"{facts.mutated}); write results to new tensors"))
+                                                   f"{facts.mutated}); write results to new tensors"
+                                 + (mirrored if p.ref_writes_inputs else ""),
+                                 severity="warning" if p.ref_writes_inputs else "error"))
     if facts.aliased:
         res["findings"].append(f("output_aliases_input", "an output shares storage with an input (a view or the "
-                                                         "input itself); return a new tensor"))
+                                                         "input itself); return a new tensor"
+                                 + (mirrored if p.ref_aliases_inputs else ""),
+                                 severity="warning" if p.ref_aliases_inputs else "error"))
     if facts.unwritten and not all(t["ok"] for t in res["trials"]):
         res["findings"].append(f(
             "unwritten_output", "part of the output was never written (it kept the poison value put into free "
@@ -272,6 +282,14 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
             "they were built with, so the trial with re-initialised weights could not run: weights loaded into it "
             "by Model's names would not reach what it computes (expected where it fuses or lays out every weight "
             "anew; not where it keeps them outside its state_dict)", severity="warning"))
+    elif facts.weights_kept:
+        kept = facts.weights_kept
+        res["findings"].append(f(
+            "weights_unreached", f"{', '.join(kept[:3])}{' ...' if len(kept) > 3 else ''} of Model's parameters kept "
+            "the task's values in the trial with re-initialised weights: ModelNew holds them by no name of Model's nor "
+            "by the values they were built with, so weights loaded into it by Model's names would not reach them "
+            "(expected where it lays them out anew: transposed, fused, folded; not where it keeps them outside its "
+            "state_dict)", severity="warning"))
     if any(_constant_output([trial[k] for trial in facts.fingerprints if k < len(trial)])
            for k in range(max(map(len, facts.fingerprints), default=0))):
         res["findings"].append(f("constant_output", "the candidate returned the same output for different inputs "
