@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -379,7 +380,9 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
     - Model's parameters of equal varied values (one weight under two names, as a tied head) stand
       for each other (share.state_ties): the trial gives them all the same new values. Where a buffer,
       which that trial leaves as it is, holds them too, which holder is which is unknown: none is
-      shared."""
+      shared. Where ModelNew has fewer holders of those values than Model has parameters of them
+      (two Linears seeded alike, two identity matrices), one stands for several: each holder gets
+      one, and the others keep the task's values, which such a candidate then fails on."""
     torch = p.torch
     tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel()}
     if all(k in share.state or _constant(v) for k, v in tensors.items()):  # the common case: all shared by name
@@ -399,12 +402,22 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
     room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))
     sync(p)
     params = {prm.data_ptr() for prm in p.ref_model.parameters()}  # a tied weight's every name included
+    found = {}
     for name, (spec, view) in slots.items():
         same = [k for k in groups.get(value_digest(view), []) if torch.equal(tensors[k], view)]
         if same and all(tensors[k].data_ptr() in params for k in same):
-            stand = next((k for k in same if k in share.held()), same[0])
-            share.state[name], share.state_from[name] = (spec, view), stand
+            found[name] = ((spec, view), tuple(same))
+    held, holders = share.held(), Counter(same for _, same in found.values())
+    free: dict[tuple, list[str]] = {}
+    for name, (slot, same) in found.items():
+        apart = list({tensors[k].data_ptr(): k for k in reversed(same)}.values())[::-1]  # a name per storage
+        if holders[same] >= len(apart):
+            stand = next((k for k in same if k in held), same[0])
             share.state_ties.update({k: stand for k in same if k != stand and k not in share.state})
+        else:  # fewer holders than parameters of these values: one stands for several (red team, 4th round)
+            left = free.setdefault(same, [k for k in apart if k not in held])
+            stand = left.pop(0) if left else same[0]
+        share.state[name], share.state_from[name] = slot, stand
 
 
 def _constant(t: Any) -> bool:
