@@ -573,6 +573,14 @@ def _diagnosis(trials: list[TrialResult]) -> str:
     good = [t for t in trials if t.ok]
     if not bad or any(t.worst_index is None for t in bad):
         return ""
+    if any(t.call_dependent for t in bad):
+        return ("the same call on the same inputs and weights gives other outputs when made again: state kept "
+                "between calls (a counter, a cache, a buffer reused before it is written) or a race; compute each "
+                "call from its inputs and weights alone")
+    if any(t.right_as_built for t in bad):
+        return ("right with the weights ModelNew builds itself, wrong with Model's by name: it changes its "
+                "parameters as it builds them (folds, scales or transposes them in place); keep them as Model holds "
+                "them and do that in forward")
     if any(t.nan_count or (t.max_abs_err or 0) >= 1e300 for t in bad):
         return ("NaN or inf where the reference is finite: uninitialised memory, a division by zero or an "
                 "overflow (exp without subtracting the max, a narrow accumulator)")
@@ -584,8 +592,8 @@ def _diagnosis(trials: list[TrialResult]) -> str:
         if not small:
             return ("only trials with re-initialised weights fail: the candidate does not compute with the model's "
                     "current parameters (it copies, caches or hard-codes them at construction or on its first "
-                    "call, changes them in place as it builds them (folds, scales or transposes them), or reads a "
-                    "buffer of its own); keep the parameters as Model holds them and read them on every forward")
+                    "call, or reads a buffer of its own); read the weights from the module's parameters on every "
+                    "forward")
         scope = "only with re-initialised weights; "
     elif all(t.inputs != "task" for t in bad) and any(t.inputs == "task" for t in good):
         dists = ", ".join(sorted({t.inputs for t in bad}))

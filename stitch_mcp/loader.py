@@ -92,10 +92,11 @@ def built_tensors(torch, model) -> dict[str, Any]:
 
 
 def value_digest(t: Any) -> str:
-    """Shape, dtype and a few elements at fixed places, hashed: equal tensors have equal digests. The
-    candidate's room reports one for each tensor of ModelNew as built (door.Loaded), so that the judge
-    can tell which of them hold another of Model's values than their name's (judge.prepare)."""
+    """Shape and a few elements at fixed places, hashed: equal values have equal digests, in any dtype
+    that holds them exactly (a float64 copy of float32 weights is no change). The candidate's room
+    reports one for each tensor of ModelNew as built (door.Loaded), so that the judge can tell which
+    of them hold another of Model's values than their name's (judge.prepare)."""
     flat = t.detach().reshape(-1)
     places = list(range(0, flat.numel(), max(1, flat.numel() // 64)))
-    key = (tuple(t.shape), str(t.dtype), tuple(flat[places].tolist()))
+    key = (tuple(t.shape), tuple(float(v) if isinstance(v, (bool, int)) else v for v in flat[places].tolist()))
     return hashlib.sha1(repr(key).encode()).hexdigest()

@@ -114,6 +114,10 @@ class TrialResult(BaseModel):
                                      "(dtype, shape, mean, std, range); filled for failed trials")
     noise: NoiseReport | None = Field(None, description="the reference's own float32 rounding noise on this trial's "
                                       "inputs (a float64 run), measured for failed trials")
+    right_as_built: bool = Field(False, description="failed with Model's weights by name, right with the values "
+                                 "ModelNew builds itself for tensors of Model's names: it changes them at construction")
+    call_dependent: bool = Field(False, description="failed, and the same call made again on the same inputs and "
+                                 "weights passed or gave other outputs")
 
 
 class ToleranceValues(BaseModel):

@@ -53,7 +53,7 @@ class WeightShare:
     state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
     state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
     state_ties: dict[str, str] = field(default_factory=dict)  # Model's name -> the one of equal values shared
-    as_built: list[str] = field(default_factory=list)  # names Model has too, left with the values ModelNew built
+    as_built: dict[str, Any] = field(default_factory=dict)  # names of Model's with ModelNew's own values, read at load
 
     def held(self) -> set[str]:
         """Model's names whose values ModelNew's tensors get, ties included (trials._reinit)."""
@@ -78,8 +78,9 @@ class Prepared:
     tols: list[tuple[float, float]] = field(default_factory=list)  # (atol, rtol) per flattened output
     buffers: dict[str, RoomBuffers] = field(default_factory=dict)  # by room (RoomClient.role)
     weights: WeightShare = field(default_factory=WeightShare)  # the one in use
-    weights_untried: list[WeightShare] = field(default_factory=list)  # the others, for the first trial to fall back to
-    weights_reinit: WeightShare | None = None  # where `weights` leaves names as built: the one that holds them
+    weights_untried: list[WeightShare] = field(default_factory=list)  # the others, for a failed trial to fall back to
+    weights_as_built: WeightShare | None = None  # where names hold values of ModelNew's own: a diagnosis only
+    model_digests: dict[str, str] = field(default_factory=dict)  # Model's tensors as built (before its warm call)
     perturbed: bool = False  # a trial re-initialised ref_model's weights (restore_weights)
     ref_writes_inputs: bool = True  # the reference changed its inputs in place: it gets copies of them
     ref_aliases_inputs: bool = False  # an output of the reference's is (a view of) one of its inputs
@@ -143,6 +144,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     elif counted != len(integ.flatten(first)):
         raise StageError("reference_error", f"the reference's get_inputs() returns {counted} inputs on the meta "
                                             f"device and {len(integ.flatten(first))} on {device}")
+    built = {k: value_digest(v) for k, v in built_tensors(torch, ref_model).items()}  # before a BatchNorm's call
     with torch.no_grad():
         copies = integ.clone_inputs(first)
         warm = reference_output(ref_model, copies, clone=False)
@@ -162,7 +164,7 @@ def prepare(spec: dict[str, Any], res: dict[str, Any], hold: contextlib.ExitStac
     p = Prepared(torch, device, ref_mod, ref_model, init_args, first, templates, atol, rtol, finite,
                  tols=output_tolerances(templates, spec),
                  ref_writes_inputs=writes_inputs, ref_aliases_inputs=aliases_inputs,
-                 compiled_ahead=ahead[1] if ahead else None)
+                 compiled_ahead=ahead[1] if ahead else None, model_digests=built)
     shared = None
     for room in rooms.values():
         if shared is None or device != "cuda":
@@ -318,57 +320,76 @@ def load_candidate(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room:
 
 
 def _share_weights(p: Prepared, room: RoomClient, loaded: Loaded) -> None:
-    """Which of ModelNew's tensors get which of Model's values (p.weights), and the other ways the
-    first trial falls back to, in this order (trials.run_trials):
-    - as KernelBench, which shares no weights, has them: the tensors ModelNew shares with Model by
-      name get Model's values where they hold them as built; where they hold another of Model's
-      values, that one (found by value, _match_by_value); where they hold none, ModelNew keeps
-      its own. A candidate that folds a divisor into its conv at construction (a common rewrite),
-      or builds its `fc2` first and applies it first, failed every trial with Model's weights by
-      name (red team, 2026-11-27);
-    - every name held: those holding another of Model's values by value, the rest by name;
-    - by names alone, as before: right for a ModelNew that builds its layers in another order, or
-      a module of their shape first, and applies them by name.
-    The room's digests only say which tensors to read back. The trial with re-initialised weights
-    needs every one of Model's tensors held that its name holds (p.weights_reinit): a room could
-    otherwise unhold a weight it keeps frozen by showing a copy of another, or a slightly changed
-    value, under its name."""
+    """Which of ModelNew's tensors get which of Model's values (p.weights), and the other ways a
+    failed trial falls back to (p.weights_untried, trials.run_trials); each holds every one of
+    Model's tensors that its name holds, so that a weight frozen, cached or changed at construction
+    gets Model's values and shows:
+    - where tensors of Model's names hold another of Model's values as built (found by value, then
+      read back: the room's digests only say which to read), that one, the rest by name: a
+      candidate that builds its `fc2` first and applies it first is KernelBench-correct, and failed
+      every trial with the weights by name (red team, 2026-11-27). Only where it still holds every
+      name: a room could otherwise unhold a weight it keeps frozen by showing a copy of another;
+    - by names alone: right for a ModelNew that builds its layers in another order, or a module of
+      their shape first, and applies them by name.
+    Where tensors of Model's names hold values of ModelNew's own as built, a third way leaves them so
+    (p.weights_as_built), as KernelBench would: not for a verdict (a room could keep its own values
+    slightly off Model's and compute otherwise once given them), only to tell a candidate that
+    changes its weights at construction (folds a divisor into its conv) why it fails."""
     own = built_tensors(p.torch, p.ref_model)
     names = [k for k, shape in loaded.state.items() if k in own and list(own[k].shape) == shape]
-    moved, differ = _as_built(own, names, loaded.digests)
-    shares = [_share(p, room, own, loaded, [k for k in names if k not in moved + differ], differ)] if differ else []
+    moved, differ = _as_built(own, names, loaded.digests, p.model_digests)
+    slots: dict[tuple, Any] = {}  # one buffer per tensor of ModelNew's, whichever way uses it
+    shares = []
     if moved:
-        by_value = _share(p, room, own, loaded, [k for k in names if k not in moved], [])
+        by_value = _share(p, room, own, loaded, [k for k in names if k not in moved], {}, slots)
         held = {own[k].data_ptr() for k in by_value.held() if k in own}
         if all(own[k].data_ptr() in held for k in moved):
             shares.append(by_value)
-    shares.append(_share(p, room, own, loaded, names, []))
+    shares.append(_share(p, room, own, loaded, names, {}, slots))
     p.weights, p.weights_untried = shares[0], shares[1:]
-    p.weights_reinit = shares[1] if differ else None
+    if differ:  # what the room built, read before Model's values are loaded over it
+        read = _slots(p, room, {k: own[k] for k in differ}, slots)
+        attach(p, room)
+        room.ask(ReadState(tensors={k: spec for k, (spec, _) in read.items()}))
+        sync(p)
+        built = {k: view.to("cpu", copy=True) for k, (_, view) in read.items()}
+        p.weights_as_built = _share(p, room, own, loaded, [k for k in names if k not in moved + differ], built, slots)
+        p.weights_as_built.state.update(read)
 
 
 def _share(p: Prepared, room: RoomClient, own: dict[str, Any], loaded: Loaded, by_name: list[str],
-           as_built: list[str]) -> WeightShare:
-    """`by_name` shared by name, `as_built` left as ModelNew built them, the rest found by value."""
-    slots = p.of(room).arena.layout([own[k] for k in by_name]) if by_name else []
-    share = WeightShare(state={k: s for k, s in zip(by_name, slots) if s is not None}, as_built=as_built)
-    _match_by_value(p, room, share, own, {k: v for k, v in loaded.state.items() if k not in as_built})
+           as_built: dict[str, Any], slots: dict[tuple, Any]) -> WeightShare:
+    """`by_name` shared by name, `as_built` given back the values ModelNew built them with, the rest
+    found by value."""
+    share = WeightShare(state=_slots(p, room, {k: own[k] for k in by_name}, slots), as_built=as_built)
+    _match_by_value(p, room, share, own, {k: v for k, v in loaded.state.items() if k not in as_built}, slots)
     return share
 
 
-def _as_built(own: dict[str, Any], names: list[str], digests: dict[str, str]) -> tuple[list[str], list[str]]:
+def _slots(p: Prepared, room: RoomClient, like: dict[str, Any], slots: dict[tuple, Any]) -> dict[str, Any]:
+    """A buffer in the candidate's room for each name, shaped as its template, from `slots` where
+    one was made for it already."""
+    keys = {k: (k, tuple(t.shape), t.dtype) for k, t in like.items()}
+    new = [k for k in like if keys[k] not in slots]
+    for k, slot in zip(new, p.of(room).arena.layout([like[k] for k in new]) if new else []):
+        slots[keys[k]] = slot
+    return {k: slots[keys[k]] for k in like if slots.get(keys[k]) is not None}
+
+
+def _as_built(own: dict[str, Any], names: list[str], digests: dict[str, str],
+              model: dict[str, str]) -> tuple[list[str], list[str]]:
     """Of the names ModelNew shares with Model, those whose tensor as built (by the room's digest)
-    differs from Model's of that name: those that look like another of Model's tensors of varied
-    values, and the others."""
-    differ = [k for k in names if k in digests and digests[k] != value_digest(own[k])]
+    differs from Model's of that name as built: those that look like another of Model's tensors of
+    varied values, and the others."""
+    differ = [k for k in names if k in digests and digests[k] != model.get(k)]
     if not differ:
         return [], []
-    others = {value_digest(v) for v in own.values() if v.numel() and not _constant(v)}
+    others = {model.get(k) for k, v in own.items() if v.numel() and not _constant(v)}
     return [k for k in differ if digests[k] in others], [k for k in differ if digests[k] not in others]
 
 
 def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict[str, Any],
-                    shapes: dict[str, list[int]]) -> None:
+                    shapes: dict[str, list[int]], slots: dict[tuple, Any]) -> None:
     """Where some of Model's tensors share no name with ModelNew's: ModelNew's other tensors that
     hold one of Model's values as built (a renamed module built from the same seed, a copy it keeps
     beside it) are shared from it too (share.state, share.state_from). Before, a renamed candidate that kept
@@ -396,14 +417,13 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
     asked = [k for k, shape in shapes.items() if k not in share.state and tuple(shape) in like]
     if not asked:
         return
-    templates = [like[tuple(shapes[k])] for k in asked]
-    slots = {k: s for k, s in zip(asked, p.of(room).arena.layout(templates)) if s is not None}
+    read = _slots(p, room, {k: like[tuple(shapes[k])] for k in asked}, slots)
     attach(p, room)
-    room.ask(ReadState(tensors={k: spec for k, (spec, _) in slots.items()}))
+    room.ask(ReadState(tensors={k: spec for k, (spec, _) in read.items()}))
     sync(p)
     params = {prm.data_ptr() for prm in p.ref_model.parameters()}  # a tied weight's every name included
     found = {}
-    for name, (spec, view) in slots.items():
+    for name, (spec, view) in read.items():
         same = [k for k in groups.get(value_digest(view), []) if torch.equal(tensors[k], view)]
         if same and all(tensors[k].data_ptr() in params for k in same):
             found[name] = ((spec, view), tuple(same))
@@ -475,7 +495,7 @@ def share_state(p: Prepared, room: RoomClient) -> None:
     own, w = p.ref_model.state_dict(), p.weights
     with p.torch.no_grad():
         for name, (_, view) in w.state.items():
-            view.copy_(own[w.state_from.get(name, name)])
+            view.copy_(w.as_built[name] if name in w.as_built else own[w.state_from.get(name, name)])
     sync(p)
     attach(p, room)
     room.ask(LoadState(tensors={name: spec for name, (spec, _) in w.state.items()}))
