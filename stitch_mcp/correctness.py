@@ -112,8 +112,10 @@ def perturb_weights(ref_model, seed: int) -> None:
                 except Exception:
                     pass
         for name, p in ref_model.named_parameters():
-            if p.is_floating_point() and p.numel():  # one-element ones too: a scalar gain frozen passed
-                spread = float(p.float().std()) if p.numel() > 1 else abs(float(p))
+            # one-element ones too (a scalar gain frozen passed), and complex ones (a frozen filter passed)
+            if (p.is_floating_point() or p.is_complex()) and p.numel():
+                size = p.detach().abs().float()
+                spread = float(size.std()) if p.numel() > 1 else float(size)
                 p.add_(torch.randn_like(p) * (spread if spread > 0 else 0.1) * 0.5)
 
 

@@ -553,14 +553,15 @@ def test_heavy_tailed_inputs_catch_range_limited_candidate():
                                       ("ref_linear_gain", "cand_linear_gain_frozen"),
                                       ("ref_tied_head", "cand_tied_head_frozen"),
                                       ("ref_two_linears", "cand_two_linears_copy_frozen"),
-                                      ("ref_twin_eyes", "cand_twin_eyes_merged")])
+                                      ("ref_twin_eyes", "cand_twin_eyes_merged"),
+                                      ("ref_complex_filter", "cand_complex_filter_frozen")])
 def test_reinitialised_weights_catch_frozen_weights(ref, cand):
     """Also where ModelNew's module has another name than Model's (its weights found by the values
     they were built with), where it keeps a second copy of them, for a one-element parameter, for a
     weight Model ties under two names (an embedding and its head), where a copy of one weight
     under another's name would have the judge take it for a move of the first, and where one
     renamed tensor stands for two of Model's parameters that are equal as built (two identity
-    matrices)."""
+    matrices), and for a complex parameter (perturbed as real ones are)."""
     r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     bad = [t for t in r.correctness.trials if not t.ok]
@@ -579,7 +580,8 @@ def test_reinitialised_weights_catch_frozen_weights(ref, cand):
                                            ("ref_conv_scale", "cand_conv_scale_seed_shifted", ""),
                                            ("ref_twin_eyes", "cand_twin_eyes_renamed", ""),
                                            ("ref_gated_branch", "cand_gated_branch_reversed", ""),
-                                           ("ref_linear", "cand_linear_uninitialised", "")])
+                                           ("ref_linear", "cand_linear_uninitialised", ""),
+                                           ("ref_complex_filter", "cand_complex_filter", "")])
 def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, kept):
     """No false alarm: honest candidates that renamed the reference's parameters, compute with a copy
     of one, store a weight transposed, keep a mask of ones of their own beside a renamed LayerNorm,

@@ -26,6 +26,7 @@ from stitch_mcp.judge.prepare import (
     sync,
 )
 from stitch_mcp.judge_room import RoomClient
+from stitch_mcp.loader import value_digest
 
 
 @dataclass
@@ -158,9 +159,11 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str, list[str]]:
     if len(unheld) == len(params):
         return False, (f"weights not re-initialised: ModelNew holds none of Model's parameters "
                        f"({', '.join(list(params)[:3])}) by name or by values of their own"), []
+    before = {k: value_digest(params[k]) for k in params if k not in unheld}
     perturb_weights(p.ref_model, seed)
     p.perturbed = True
     fresh = p.ref_model.state_dict()
+    unheld += [k for k in before if value_digest(params[k]) == before[k]]  # no new values to give (an integer one)
     with p.torch.no_grad():
         for k, stand in p.weights.state_ties.items():
             fresh[k].copy_(fresh[stand])
