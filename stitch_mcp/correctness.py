@@ -46,34 +46,44 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
     def one(x):
         if isinstance(x, (list, tuple)):
             return type(x)(one(v) for v in x)
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 2 or _discrete(torch, x):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 2:
             return x
+        values = _few_values(torch, x)
+        if values is not None and bool((values == values.round()).all()):
+            return x  # labels of -1 and 1, a mask of 0 and 1: a set the task draws from; kept
         xf = x.float()
         mean, std, low = float(xf.mean()), float(xf.std()), float(xf.min())
         del xf
         std = std if std > 0 and math.isfinite(std) else 1.0
+
+        def drawn(n: int):
+            z = _draw(torch, n, kind, gen, device)
+            return (z * std).abs() + max(low, 0.0) if low >= 0 else z * std + mean
+
         y = torch.empty(x.shape, dtype=torch.float32, device=device)
-        flat = x.reshape(-1)
+        flat, new = x.reshape(-1), drawn(len(values)) if values is not None else None
         at = 0
         for part in y.view(-1).split(DRAW_CHUNK):
-            z = _draw(torch, part.numel(), kind, gen, device)
-            part.copy_((z * std).abs() + max(low, 0.0) if low >= 0 else z * std + mean)
-            part.masked_fill_(flat[at:at + part.numel()] == 0, 0.0)  # the task's zeros: a triangle, a band
+            task = flat[at:at + part.numel()]
+            # a few values that are not labels (a column repeated along a row): each redrawn, the pattern kept
+            part.copy_(new[torch.bucketize(task, values)] if new is not None else drawn(part.numel()))
+            part.masked_fill_(task == 0, 0.0)  # the task's zeros: a triangle, a band
             at += part.numel()
         return _keep_structure(torch, x, y, low).to(x.dtype)
 
     return [one(v) for v in inputs]
 
 
-def _discrete(torch, x) -> bool:
-    """A float tensor of a few values only (labels of -1 and 1, a mask of 0 and 1): redrawn, its
-    values would leave the set the task draws them from; it keeps the task's."""
+def _few_values(torch, x):
+    """The sorted values of a float tensor that takes 8 or fewer (labels, masks, a column repeated
+    along a row), else None. Labels and masks (whole numbers) keep the task's values: redrawn, they
+    would leave the set the task draws them from. Others keep only their pattern: kept whole, a
+    clamp on a repeated column went unseen (red team, 2026-11-27)."""
     flat = x.reshape(-1)
-    sample = flat[:: max(1, flat.numel() // 4096)]
-    values = torch.unique(sample)
+    values = torch.unique(flat[:: max(1, flat.numel() // 4096)])
     if values.numel() > 8 or flat.numel() < 4 * values.numel():
-        return False
-    return all(bool(torch.isin(part, values).all()) for part in flat.split(DRAW_CHUNK))
+        return None
+    return values if all(bool(torch.isin(part, values).all()) for part in flat.split(DRAW_CHUNK)) else None
 
 
 def _keep_structure(torch, x, y, low: float):

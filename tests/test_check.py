@@ -540,6 +540,24 @@ def test_other_distributions_keep_what_the_task_promises_of_its_inputs(ref, cand
     assert {t.inputs for t in r.correctness.trials} == {"task", "normal", "heavy_tailed"}, r.correctness.trials
 
 
+def test_inputs_of_a_few_values_keep_their_pattern_and_labels_keep_their_values():
+    """Redrawn for the normal and heavy-tailed trials: labels (whole numbers) stay the task's; a
+    column repeated along a row gets new values in the same pattern (kept whole, a clamp on it went
+    unseen); a triangle keeps its zeros and a symmetric matrix its symmetry."""
+    import torch
+
+    from stitch_mcp.correctness import distribute
+
+    column, labels = torch.randn(4, 1).repeat(1, 16), torch.randint(0, 2, (100,)).float() * 2 - 1
+    triangle, sym = torch.tril(torch.rand(8, 8)), torch.randn(8, 8)
+    for kind in ("normal", "heavy_tailed"):
+        c, lab, tri, s = distribute([column, labels, triangle, sym + sym.T], kind, 7, "cpu")
+        assert torch.equal(lab, labels)
+        assert not torch.equal(c, column) and bool((c == c[:, :1]).all()), c
+        below = torch.ones(8, 8, dtype=torch.bool).tril()
+        assert torch.equal(tri, tri.tril()) and bool((tri[below] != 0).all()) and torch.equal(s, s.T)
+
+
 def test_heavy_tailed_inputs_catch_range_limited_candidate():
     r = check("ref_scale", "cand_clamp_range")
     assert r.verdict == "fail", r.summary
