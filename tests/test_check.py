@@ -693,6 +693,7 @@ def test_weights_out_of_reach_of_the_reinitialised_trial_are_named():
     ("ref_tiny_second", "cand_zeros_second", "tolerance_exploit"),  # every output is looked at, not the first only
     ("ref_tiny_second", "cand_zeros_second", "constant_output"),
     ("ref_relu", "cand_subclass", "tensor_subclass"),
+    ("ref_add_in_place", "cand_add_in_place_scribbles", "input_mutation"),  # the reference writes there, not that
 ])
 def test_integrity_finding(ref, cand, code):
     r = check(ref, cand)

@@ -38,6 +38,7 @@ class TrialFacts:
     fingerprints: list[list[tuple[Any, Any]]] = field(default_factory=list)  # per trial: (reference's, candidate's) per output
     weights_unreached: bool = False  # Model has parameters, and no tensor of ModelNew holds any of them
     weights_kept: list[str] = field(default_factory=list)  # Model's parameters of varied values none holds
+    mutated_otherwise: list[int] = field(default_factory=list)  # trials whose inputs it left unlike the reference
 
 
 def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: RoomClient, stage) -> TrialFacts:
@@ -59,8 +60,7 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
         trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
         out, called = _candidate_call(p, room, inputs, facts, i)
-        with p.torch.no_grad():
-            ref_out = reference_output(p.ref_model, inputs, clone=p.ref_writes_inputs)
+        ref_out = _reference_call(p, inputs, facts, i)
         result = _compare(out, ref_out, p)
         if not result["ok"] and (i == 0 or weights == "reinit"):
             out, result, fell_back = _fall_back(p, room, inputs, facts, ref_out, (out, result), i)
@@ -80,6 +80,22 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
                                    for r, o in zip(integ.flatten(ref_out), integ.flatten(out))])
         del out, ref_out, inputs
     return facts
+
+
+def _reference_call(p: Prepared, inputs: list[Any], facts: TrialFacts, i: int) -> Any:
+    """The reference's outputs on trial i's inputs (copies of them where it writes to them). Where
+    the candidate changed its inputs too, whether it left them as the reference does (facts): doing
+    the reference's work in place is a warning only, leaving something else there is not (a
+    candidate that filled its input with NaN beside a reference adding to it in place: red team,
+    2026-11-27)."""
+    with p.torch.no_grad():
+        ref_in = integ.clone_inputs(inputs) if p.ref_writes_inputs else inputs
+        ref_out = reference_output(p.ref_model, ref_in, clone=False)
+    if i in facts.mutated:
+        left = [(s[1], r) for s, r in zip(p.inputs, integ.flatten(ref_in)) if s is not None and isinstance(r, p.torch.Tensor)]
+        if not p.ref_writes_inputs or not all(p.torch.allclose(c, r, p.atol, p.rtol, equal_nan=True) for c, r in left):
+            facts.mutated_otherwise.append(i)
+    return ref_out
 
 
 def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, ref_out: Any,
@@ -270,10 +286,11 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
     # passing its mask through, another adding in place, and the candidates doing as they do, failed)
     mirrored = " (the reference does too: a warning only)"
     if facts.mutated:
+        as_reference = not facts.mutated_otherwise
         res["findings"].append(f("input_mutation", f"the candidate modified its inputs in place (trials "
                                                    f"{facts.mutated}); write results to new tensors"
-                                 + (mirrored if p.ref_writes_inputs else ""),
-                                 severity="warning" if p.ref_writes_inputs else "error"))
+                                 + (mirrored if as_reference else ""),
+                                 severity="warning" if as_reference else "error"))
     if facts.aliased:
         res["findings"].append(f("output_aliases_input", "an output shares storage with an input (a view or the "
                                                          "input itself); return a new tensor"
