@@ -700,8 +700,8 @@ def _summary(report: CheckReport) -> str:
                              "check on this host (timing.batch.note), so no speedup over eager is credited beyond "
                              "what that clock shows.")
             if t.batch and t.batch.lowered and t.batch.speedup:
-                lines.append(f"Back to back on the judge's clock it was {t.batch.speedup:.3g}x eager at the lower of two "
-                             "readings that disagree about its room's times (timing.batch.note): that stands.")
+                lines.append(f"Back to back on the judge's clock it was {t.batch.speedup:.3g}x eager at the lower "
+                             "of two readings that disagree about its room's times (timing.batch.note): that stands.")
             if report.speedup_vs_eager is not None and report.speedup_vs_eager < 1:
                 lines.append("Next: it is slower than eager; profile it with profile_kernel.")
         else:

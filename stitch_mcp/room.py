@@ -129,7 +129,8 @@ class _Room:
         with torch.no_grad():
             self.model = _guarded("init", lambda: build_model(cls, message.args(), self.device))
         own = built_tensors(torch, self.model)
-        return Loaded(state={k: list(v.shape) for k, v in own.items()}, digests={k: value_digest(v) for k, v in own.items()},
+        return Loaded(state={k: list(v.shape) for k, v in own.items()},
+                      digests={k: value_digest(v) for k, v in own.items()},
                       import_s=round(t_import, 3), build_s=round(time.monotonic() - t0, 3),
                       cuda_s=cuda_s, extensions=cache.extensions)
 

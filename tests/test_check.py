@@ -611,10 +611,12 @@ def test_reinitialised_weights_reach_renamed_and_restored_parameters(ref, cand, 
     trial, the one with re-initialised weights included. A parameter ModelNew holds by no name of Model's nor by values of its own
     (transposed; a LayerNorm's ones and zeros) keeps the task's values in both, and the trial says
     which. Timing then runs on the task's weights again, renamed
-    ones included: the timed outputs check out."""
-    r = check(ref, cand, timing=True)
+    ones included, and weights fallen back to by name: the timed outputs check out (timed for a few
+    of them: each costs seconds)."""
+    timed = cand in ("cand_linear_renamed", "cand_linear_transposed", "cand_two_linears_built_reversed")
+    r = check(ref, cand, timing=timed)
     assert r.verdict == "pass", r.summary
-    assert "timed_outputs" in r.integrity.checks_run and not codes(r), r.integrity.findings
+    assert ("timed_outputs" in r.integrity.checks_run) is timed and not codes(r), r.integrity.findings
     last = r.correctness.trials[-1]
     assert last.weights == "reinit", last
     said = " ".join(last.problems)

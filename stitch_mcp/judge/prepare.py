@@ -47,13 +47,13 @@ class RoomBuffers:
 
 @dataclass
 class WeightShare:
-    """One way of giving ModelNew's tensors Model's values (_share_weights): which of them get which,
-    and which it keeps as it built them."""
+    """One way of giving ModelNew's tensors Model's values (_share_weights): which of them get which
+    (and, in the one that only diagnoses, which get back the values ModelNew built them with)."""
 
     state: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> (spec, view), in the candidate's buffers
     state_from: dict[str, str] = field(default_factory=dict)  # ModelNew's name -> Model's, where they differ
     state_ties: dict[str, str] = field(default_factory=dict)  # Model's name -> the one of equal values shared
-    as_built: dict[str, Any] = field(default_factory=dict)  # names of Model's with ModelNew's own values, read at load
+    as_built: dict[str, Any] = field(default_factory=dict)  # ModelNew's name -> its own values as built (on the CPU)
 
     def held(self) -> set[str]:
         """Model's names whose values ModelNew's tensors get, ties included (trials._reinit)."""
@@ -392,9 +392,9 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
                     shapes: dict[str, list[int]], slots: dict[tuple, Any]) -> None:
     """Where some of Model's tensors share no name with ModelNew's: ModelNew's other tensors that
     hold one of Model's values as built (a renamed module built from the same seed, a copy it keeps
-    beside it) are shared from it too (share.state, share.state_from). Before, a renamed candidate that kept
-    a private copy of the task's weights passed the trial with re-initialised weights, and so did one
-    keeping a second copy beside a renamed one (red team, 2026-11-27).
+    beside it) are shared from it too (share.state, share.state_from). Before, a renamed candidate
+    that kept a private copy of the task's weights passed the trial with re-initialised weights, and
+    so did one keeping a second copy beside a renamed one (red team, 2026-11-27).
     - Values that are one number throughout (a LayerNorm's ones, a bias's zeros) say nothing of
       which tensor they are: a candidate's own mask of ones was given a LayerNorm's new weights, and
       one LayerNorm stood for two (red team). Only tensors of varied values are matched.

@@ -35,7 +35,8 @@ class TrialFacts:
     aliased: list[int] = field(default_factory=list)
     unwritten: list[int] = field(default_factory=list)
     not_plain: list[str] = field(default_factory=list)
-    fingerprints: list[list[tuple[Any, Any]]] = field(default_factory=list)  # per trial: (reference's, candidate's) per output
+    # per trial, per output: (the reference's fingerprint, the candidate's)
+    fingerprints: list[list[tuple[Any, Any]]] = field(default_factory=list)
     weights_unreached: bool = False  # Model has parameters, and no tensor of ModelNew holds any of them
     weights_kept: list[str] = field(default_factory=list)  # Model's parameters of varied values none holds
     mutated_otherwise: list[int] = field(default_factory=list)  # trials whose inputs it left unlike the reference
@@ -92,7 +93,8 @@ def _reference_call(p: Prepared, inputs: list[Any], facts: TrialFacts, i: int) -
         ref_in = integ.clone_inputs(inputs) if p.ref_writes_inputs else inputs
         ref_out = reference_output(p.ref_model, ref_in, clone=False)
     if i in facts.mutated:
-        left = [(s[1], r) for s, r in zip(p.inputs, integ.flatten(ref_in)) if s is not None and isinstance(r, p.torch.Tensor)]
+        left = [(slot[1], r) for slot, r in zip(p.inputs, integ.flatten(ref_in))
+                if slot is not None and isinstance(r, p.torch.Tensor)]
         if not p.ref_writes_inputs or not all(p.torch.allclose(c, r, p.atol, p.rtol, equal_nan=True) for c, r in left):
             facts.mutated_otherwise.append(i)
     return ref_out
@@ -107,9 +109,10 @@ def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFac
     whose two layers cannot be told apart on the task's weights (a branch gated by a zero) only
     shows which way it takes them here (red team, 2026-11-27). Only a failure that the same call
     repeats, output for output: a room that fails one call and passes the next, or fails it
-    otherwise, is not given another way to pass (a second chance hid a wrong call). Where none passes, the first trial is tried once more with
-    the values ModelNew built itself (p.weights_as_built), to say whether it changes its weights
-    at construction; the verdict stands. The outputs, the comparison and a note."""
+    otherwise, is not given another way to pass (a second chance hid a wrong call). Where none
+    passes, the first trial is tried once more with the values ModelNew built itself
+    (p.weights_as_built), to say whether it changes its weights at construction; the verdict
+    stands. The outputs, the comparison and a note."""
     out, result = failed
     if not p.weights_untried and (i or p.weights_as_built is None):
         return out, result, ""
@@ -187,7 +190,8 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str, list[str]]:
             fresh[k].copy_(v)
     if not unheld:
         return True, "", []
-    varied = [k for k in unheld if params[k].numel() > 1 and not bool((kept[k] == kept[k].reshape(-1)[0]).all())]
+    values = {k: kept.get(k, params[k]) for k in unheld}
+    varied = [k for k, v in values.items() if v.numel() > 1 and not bool((v == v.reshape(-1)[0]).all())]
     return True, (f"{', '.join(unheld[:3])}{' ...' if len(unheld) > 3 else ''} kept the task's values: ModelNew "
                   "holds them by no name of Model's, nor by values of their own (one number throughout, "
                   "or laid out anew)"), varied
