@@ -62,6 +62,9 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
 
         y = torch.empty(x.shape, dtype=torch.float32, device=device)
         flat, new = x.reshape(-1), drawn(len(values)) if values is not None else None
+        if new is not None:  # as far out as a full redraw would reach: a clamp on a few values shows
+            far = drawn(min(flat.numel(), DRAW_CHUNK))
+            new[(new - mean).abs().argmax()] = far[(far - mean).abs().argmax()]
         at = 0
         for part in y.view(-1).split(DRAW_CHUNK):
             task = flat[at:at + part.numel()]
@@ -77,8 +80,9 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
 def _few_values(torch, x):
     """The sorted values of a float tensor that takes 8 or fewer (labels, masks, a column repeated
     along a row), else None. Labels and masks (whole numbers) keep the task's values: redrawn, they
-    would leave the set the task draws them from. Others keep only their pattern: kept whole, a
-    clamp on a repeated column went unseen (red team, 2026-11-27)."""
+    would leave the set the task draws them from. Others keep only their pattern, one of their new
+    values as far out as a redraw of every element would reach: kept whole, a clamp on a repeated
+    column went unseen (red team, 2026-11-27)."""
     flat = x.reshape(-1)
     values = torch.unique(flat[:: max(1, flat.numel() // 4096)])
     if values.numel() > 8 or flat.numel() < 4 * values.numel():

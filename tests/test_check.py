@@ -529,12 +529,12 @@ def test_wrong_output_fails_with_trial_details():
 
 
 @pytest.mark.parametrize("ref,cand", [("ref_tril_mm", "cand_tril_mm_triangles"), ("ref_sym_mm", "cand_sym_mm_transposed"),
-                                      ("ref_hinge", "cand_hinge_signs")])
+                                      ("ref_hinge", "cand_hinge_signs"), ("ref_row_log_scale", "cand_row_log_scale_per_row")])
 def test_other_distributions_keep_what_the_task_promises_of_its_inputs(ref, cand):
     """No false alarm: a candidate that uses what the task's inputs promise (triangular or symmetric
-    matrices, targets of -1 and 1, as KernelBench's level 1 draws them) passes the normal and
-    heavy-tailed trials, which keep the task's zeros, symmetry and few values (they redrew every
-    element, and these failed)."""
+    matrices, targets of -1 and 1, as KernelBench's level 1 draws them; a column repeated along a
+    row) passes the normal and heavy-tailed trials, which keep the task's zeros, symmetry, labels and
+    patterns (they redrew every element, and these failed)."""
     r = check(ref, cand)
     assert r.verdict == "pass", r.summary
     assert {t.inputs for t in r.correctness.trials} == {"task", "normal", "heavy_tailed"}, r.correctness.trials
@@ -558,8 +558,11 @@ def test_inputs_of_a_few_values_keep_their_pattern_and_labels_keep_their_values(
         assert torch.equal(tri, tri.tril()) and bool((tri[below] != 0).all()) and torch.equal(s, s.T)
 
 
-def test_heavy_tailed_inputs_catch_range_limited_candidate():
-    r = check("ref_scale", "cand_clamp_range")
+@pytest.mark.parametrize("ref,cand", [("ref_scale", "cand_clamp_range"), ("ref_row_log_scale", "cand_row_log_scale_clamped")])
+def test_heavy_tailed_inputs_catch_range_limited_candidate(ref, cand):
+    """Also where the input clamped is a few values repeated in a pattern: its new values reach as far
+    out as a redraw of every element would (kept as the task's, the clamp passed: red team)."""
+    r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     failed = {t.inputs for t in r.correctness.trials if not t.ok}
     assert "heavy_tailed" in failed
