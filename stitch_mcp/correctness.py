@@ -29,6 +29,9 @@ class StageError(Exception):
 # Elements drawn at a time by `distribute`: its temporaries stay a few of these in size, however large
 # the input (the check's GPU memory share counts the inputs it makes, not the draws behind them).
 DRAW_CHUNK = 1 << 24
+# An input of a few values redrawn in its pattern gets one value as far out as the farthest of this
+# many draws (_few_values): a clamp on it shows as on a redraw of a large input's every element.
+FAR_DRAWS = 1 << 16
 
 
 def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any]:
@@ -62,8 +65,8 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
 
         y = torch.empty(x.shape, dtype=torch.float32, device=device)
         flat, new = x.reshape(-1), drawn(len(values)) if values is not None else None
-        if new is not None:  # as far out as a full redraw would reach: a clamp on a few values shows
-            far = drawn(min(flat.numel(), DRAW_CHUNK))
+        if new is not None:  # as far out as a redraw of many elements would reach: a clamp on a few values shows
+            far = drawn(FAR_DRAWS)
             new[(new - mean).abs().argmax()] = far[(far - mean).abs().argmax()]
         at = 0
         for part in y.view(-1).split(DRAW_CHUNK):
@@ -81,8 +84,8 @@ def _few_values(torch, x):
     """The sorted values of a float tensor that takes 8 or fewer (labels, masks, a column repeated
     along a row), else None. Labels and masks (whole numbers) keep the task's values: redrawn, they
     would leave the set the task draws them from. Others keep only their pattern, one of their new
-    values as far out as a redraw of every element would reach: kept whole, a clamp on a repeated
-    column went unseen (red team, 2026-11-27)."""
+    values as far out as the farthest of FAR_DRAWS draws: kept whole, a clamp on a repeated column
+    went unseen (red team, 2026-11-27)."""
     flat = x.reshape(-1)
     values = torch.unique(flat[:: max(1, flat.numel() // 4096)])
     if values.numel() > 8 or flat.numel() < 4 * values.numel():

@@ -21,7 +21,7 @@ import struct
 import time
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 MAX_FRAME = 1 << 20  # a reply larger than this is not a reply
 MAX_FDS = 16
@@ -82,6 +82,9 @@ class Attach(BaseModel):
 
 class Load(BaseModel):
     """Import the candidate file in the room's folder and build ModelNew(*init_args) on `device`."""
+
+    # an infinite or NaN bound among get_init_inputs() crosses as such, not as null (red team, 2026-11-27)
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     kind: Literal["load"] = "load"
     program: str = Field(description="file name inside the room's working folder")

@@ -213,10 +213,12 @@ def test_every_trial_seed_is_drawn_for_its_check():
     assert trial_plan(7)[-1][2] == "reinit" and trial_plan(7)[4][2] == "task"
 
 
-def test_tuples_among_the_constructors_arguments_reach_modelnew_as_tuples():
-    """get_init_inputs() crosses to the room as JSON: its tuples came out as lists, and a candidate
-    that concatenated one to a tuple, or checked its type, raised where the reference did not."""
-    r = check("ref_tuple_init", "cand_tuple_init")
+@pytest.mark.parametrize("ref,cand", [("ref_tuple_init", "cand_tuple_init"), ("ref_bounds_init", "cand_bounds_init")])
+def test_the_constructors_arguments_reach_modelnew_as_they_are(ref, cand):
+    """get_init_inputs() crosses to the room as JSON: its tuples came out as lists, and an infinite
+    bound as None, and a candidate that concatenated a tuple, checked its type, or read the bound as
+    a float raised where the reference did not."""
+    r = check(ref, cand)
     assert r.verdict == "pass", r.summary
 
 
@@ -558,10 +560,13 @@ def test_inputs_of_a_few_values_keep_their_pattern_and_labels_keep_their_values(
         assert torch.equal(tri, tri.tril()) and bool((tri[below] != 0).all()) and torch.equal(s, s.T)
 
 
-@pytest.mark.parametrize("ref,cand", [("ref_scale", "cand_clamp_range"), ("ref_row_log_scale", "cand_row_log_scale_clamped")])
+@pytest.mark.parametrize("ref,cand", [("ref_scale", "cand_clamp_range"), ("ref_row_log_scale", "cand_row_log_scale_clamped"),
+                                      ("ref_clamp_in_place", "cand_clamp_in_place_missing")])
 def test_heavy_tailed_inputs_catch_range_limited_candidate(ref, cand):
     """Also where the input clamped is a few values repeated in a pattern: its new values reach as far
-    out as a redraw of every element would (kept as the task's, the clamp passed: red team)."""
+    out as a redraw of every element would (kept as the task's, the clamp passed: red team); and where
+    the reference clamps its input in place only past the task's range, which its first call did not
+    show (it clamped the judge's own inputs, and the candidate leaving the clamp out passed)."""
     r = check(ref, cand)
     assert r.verdict == "fail", r.summary
     failed = {t.inputs for t in r.correctness.trials if not t.ok}
@@ -709,7 +714,8 @@ def test_integrity_finding(ref, cand, code):
 
 @pytest.mark.parametrize("ref,cand,warned", [("ref_pass_mask", "cand_pass_mask", {"output_aliases_input"}),
                                              ("ref_add_in_place", "cand_add_in_place",
-                                              {"input_mutation", "output_aliases_input"})])
+                                              {"input_mutation", "output_aliases_input"}),
+                                             ("ref_clamp_in_place", "cand_clamp_in_place_mirror", {"input_mutation"})])
 def test_a_candidate_mirroring_what_the_reference_does_to_its_inputs_is_only_warned(ref, cand, warned):
     """A reference that passes an input through as an output, or works in place on its input: the
     candidate that does the same is right (KernelBench passes it) and gets warnings, not errors."""

@@ -61,10 +61,11 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         inputs, dist, dist_note = _distribution(p, inputs, dist, seed)
         trial = {"trial": i, "seed": seed, "inputs": dist, "weights": weights}
         out, called = _candidate_call(p, room, inputs, facts, i)
-        ref_out = _reference_call(p, inputs, facts, i)
+        ref_out, ref_in, spent = _reference_call(p, inputs)
+        _left_inputs(p, facts, i, ref_in)
         result = _compare(out, ref_out, p)
-        if not result["ok"] and (i == 0 or weights == "reinit"):
-            out, result, fell_back = _fall_back(p, room, inputs, facts, ref_out, (out, result), i)
+        if not result["ok"] and (i == 0 or weights == "reinit") and not spent:
+            out, result, fell_back = _fall_back(p, room, inputs, facts, (ref_out, ref_in), (out, result), i)
             note = "; ".join(n for n in (note, fell_back) if n)
         if i in facts.unwritten and not result["ok"]:
             result["problems"].append("some elements were never written (they still hold the poison value)")
@@ -83,24 +84,39 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
     return facts
 
 
-def _reference_call(p: Prepared, inputs: list[Any], facts: TrialFacts, i: int) -> Any:
-    """The reference's outputs on trial i's inputs (copies of them where it writes to them). Where
-    the candidate changed its inputs too, whether it left them as the reference does (facts): doing
-    the reference's work in place is a warning only, leaving something else there is not (a
-    candidate that filled its input with NaN beside a reference adding to it in place: red team,
+def _reference_call(p: Prepared, inputs: list[Any]) -> tuple[Any, list[Any], bool]:
+    """The reference's outputs on trial i's inputs, what it left in its inputs, and whether it wrote
+    to the judge's own (`inputs` then no longer hold the trial's inputs: nothing calls with them
+    again). It gets copies where it writes to its inputs; whether it does is known from its first
+    call, and checked on every call after (a clamp in place only past the task's range: red team,
     2026-11-27)."""
+    marks = None if p.ref_writes_inputs else _marks(inputs)
     with p.torch.no_grad():
         ref_in = integ.clone_inputs(inputs) if p.ref_writes_inputs else inputs
         ref_out = reference_output(p.ref_model, ref_in, clone=False)
+    spent = marks is not None and _marks(ref_in) != marks
+    p.ref_writes_inputs |= spent
+    return ref_out, ref_in, spent
+
+
+def _marks(values: list[Any]) -> list[Any]:
+    return [integ.fingerprint(v) for v in integ.flatten(values)]
+
+
+def _left_inputs(p: Prepared, facts: TrialFacts, i: int, ref_in: list[Any]) -> None:
+    """Where the candidate changed its inputs in trial i's last call, whether it left them as the
+    reference leaves its own (`ref_in`, after its call): doing the reference's work in place is a
+    warning only, leaving something else there is not (a candidate that filled its input with NaN
+    beside a reference adding to it in place: red team, 2026-11-27)."""
+    facts.mutated_otherwise = [k for k in facts.mutated_otherwise if k != i]
     if i in facts.mutated:
         left = [(slot[1], r) for slot, r in zip(p.inputs, integ.flatten(ref_in))
                 if slot is not None and isinstance(r, p.torch.Tensor)]
-        if not p.ref_writes_inputs or not all(p.torch.allclose(c, r, p.atol, p.rtol, equal_nan=True) for c, r in left):
+        if not all(p.torch.allclose(c, r, p.atol, p.rtol, equal_nan=True) for c, r in left):
             facts.mutated_otherwise.append(i)
-    return ref_out
 
 
-def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, ref_out: Any,
+def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, ref: tuple[Any, list[Any]],
                failed: tuple[Any, dict[str, Any]], i: int) -> tuple[Any, dict[str, Any], str]:
     """A failed first trial, or trial with re-initialised weights, again with each other way of
     sharing the weights (p.weights_untried, prepare._share_weights): the first that passes stands
@@ -116,7 +132,7 @@ def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFac
     out, result = failed
     if not p.weights_untried and (i or p.weights_as_built is None):
         return out, result, ""
-    again, again_result = _call_again(p, room, inputs, facts, ref_out, i)
+    again, again_result = _call_again(p, room, inputs, facts, ref, i)
     if again_result["ok"] or not _compare(again, out, p)["ok"]:
         return out, {**result, "call_dependent": True}, (
             f"the same call on the same inputs and weights {'passed' if again_result['ok'] else 'gave other outputs'} "
@@ -125,7 +141,7 @@ def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFac
     while p.weights_untried:
         p.weights = p.weights_untried.pop(0)
         share_state(p, room)
-        out, result = _call_again(p, room, inputs, facts, ref_out, i)
+        out, result = _call_again(p, room, inputs, facts, ref, i)
         if result["ok"]:
             p.weights_untried = []
             return out, result, _weights_note(first, p.weights)
@@ -133,7 +149,7 @@ def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFac
         return out, result, ""
     stood, p.weights = p.weights, p.weights_as_built
     share_state(p, room)
-    right = _call_again(p, room, inputs, facts, ref_out, i)[1]["ok"]
+    right = _call_again(p, room, inputs, facts, ref, i)[1]["ok"]
     p.weights = stood
     share_state(p, room)
     if not right:
@@ -144,13 +160,15 @@ def _fall_back(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFac
         "which differ from Model's; wrong with Model's values by name, as loading Model's weights gives them")
 
 
-def _call_again(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, ref_out: Any,
+def _call_again(p: Prepared, room: RoomClient, inputs: list[Any], facts: TrialFacts, ref: tuple[Any, list[Any]],
                 i: int) -> tuple[Any, dict[str, Any]]:
-    """Trial i's call once more (what it shows of the inputs and outputs replacing the last call's)."""
+    """Trial i's call once more (what it shows of the inputs and outputs replacing the last call's);
+    `ref`: the reference's outputs and what it left in its inputs."""
     for seen in (facts.mutated, facts.aliased, facts.unwritten):
         seen[:] = [k for k in seen if k != i]
     out, _ = _candidate_call(p, room, inputs, facts, i)
-    return out, _compare(out, ref_out, p)
+    _left_inputs(p, facts, i, ref[1])
+    return out, _compare(out, ref[0], p)
 
 
 def _weights_note(first: WeightShare, now: WeightShare) -> str:
@@ -217,8 +235,12 @@ def _distribution(p: Prepared, inputs: list[Any], dist: str, seed: int) -> tuple
         return inputs, dist, ""
     try:
         alt = distribute(inputs, dist, seed, p.device)
+        marks = None if p.ref_writes_inputs else _marks(alt)
         with p.torch.no_grad():
             alt_ref = reference_output(p.ref_model, alt, clone=p.ref_writes_inputs)
+        if marks is not None and _marks(alt) != marks:  # it writes to inputs like these: the candidate gets them afresh
+            p.ref_writes_inputs = True
+            alt = distribute(inputs, dist, seed, p.device)
         ok = all(bool(p.torch.isfinite(o).all()) for o in integ.flatten(alt_ref)
                  if isinstance(o, p.torch.Tensor) and (o.is_floating_point() or o.is_complex()))
         if ok or not p.warm_finite:
