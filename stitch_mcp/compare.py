@@ -292,14 +292,33 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
     return list(reversed(idx))
 
 
-def near_zero_exploit(out, ref, atol: float | list[float]) -> bool:
+def near_zero_exploit(out, ref, atol: float | list[float], ref_model=None, inputs: list[Any] | None = None) -> bool:
     """For some tensor output, the reference's is within its atol of zero and the candidate's does
     not follow it. `atol`: one for every output, or one per flattened output (output_tolerances).
     Only the first output was looked at: a second one, within its tolerance of zero and returned as
-    zeros, passed (red team, 2026-11-27)."""
+    zeros, passed (red team, 2026-11-27). With the reference model and the inputs, not where that
+    output is its rounding noise (the mean of a LayerNorm's output) and the candidate's is no farther
+    from a float64 run than the reference's own (a second red-team round)."""
     o, r = integ.flatten(out), integ.flatten(ref)
     atols = atol if isinstance(atol, list) else [atol] * len(r)
-    return any(_near_zero_one(a, b, tol) for a, b, tol in zip(o, r, atols))
+    near = [k for k, (a, b, tol) in enumerate(zip(o, r, atols)) if _near_zero_one(a, b, tol)]
+    return bool(near) and (ref_model is None or not all(_within_own_noise(ref_model, inputs, r, o, k) for k in near))
+
+
+def _within_own_noise(ref_model, inputs: list[Any] | None, refs: list[Any], outs: list[Any], k: int) -> bool:
+    """Output k of the candidate's no farther from a float64 run of the reference than WITHIN_NOISE
+    times the reference's own (False where that cannot be run)."""
+    import torch
+
+    try:
+        model64 = copy.deepcopy(ref_model).to(torch.float64)
+        with torch.no_grad():
+            out64 = integ.flatten(model64(*_to_float64(list(inputs or []))))
+    except Exception:  # noqa: BLE001 - a custom op, a hard-coded dtype: not shown to be noise
+        return False
+    if k >= len(out64) or not isinstance(out64[k], torch.Tensor) or out64[k].shape != refs[k].shape:
+        return False
+    return _max_abs(outs[k], out64[k]) <= WITHIN_NOISE * _max_abs(refs[k], out64[k])
 
 
 def _near_zero_one(o, r, atol: float) -> bool:

@@ -725,6 +725,17 @@ def test_a_candidate_mirroring_what_the_reference_does_to_its_inputs_is_only_war
     assert all("the reference does too" in f.message for f in r.integrity.findings if f.code in warned)
 
 
+@pytest.mark.parametrize("ref,cand", [("ref_norm_and_mean", "cand_norm_and_mean_by_hand"),
+                                      ("ref_softmax_and_sums", "cand_softmax_and_sums_f64")])
+def test_an_output_that_is_rounding_noise_or_constant_in_exact_arithmetic_is_no_exploit(ref, cand):
+    """Every output is looked at for the near-zero exploit and for not following its inputs; an honest
+    one that is the reference's rounding noise about zero (the mean of a normalisation), or exactly
+    constant where the reference's float32 moves in its last bit (softmax row sums in float64), was
+    called an exploit (red team, 2026-11-27)."""
+    r = check(ref, cand)
+    assert r.verdict == "pass" and not r.integrity.findings, (r.summary, r.integrity.findings)
+
+
 def test_the_candidate_cannot_reach_the_reference_or_the_judge():
     """A candidate that spies on the reference's module (to return its output) finds nothing there:
     the reference runs in the judge, another process. Wrong output, a plain fail."""

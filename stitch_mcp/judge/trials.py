@@ -72,7 +72,8 @@ def run_trials(spec: dict[str, Any], res: dict[str, Any], p: Prepared, room: Roo
         trial.update(result)
         if note or dist_note:
             trial["problems"] = [n for n in (note, dist_note) if n] + trial["problems"]
-        trial["near_zero"] = near_zero_exploit(out, ref_out, [tol[0] for tol in p.tols] if p.tols else p.atol)
+        trial["near_zero"] = near_zero_exploit(out, ref_out, [tol[0] for tol in p.tols] if p.tols else p.atol,
+                                               p.ref_model, None if spent else inputs)
         if not trial["ok"] and sum(not t["ok"] for t in res["trials"]) < 2 and not _has_described(out):
             # the first two failed trials (the reasons show two): the inputs they really used and the
             # reference's own rounding noise on them (a float64 run of the reference)
@@ -348,17 +349,24 @@ def trial_findings(res: dict[str, Any], p: Prepared, facts: TrialFacts) -> None:
             "by the values they were built with, so weights loaded into it by Model's names would not reach them "
             "(expected where it lays them out anew: transposed, fused, folded; not where it keeps them outside its "
             "state_dict)", severity="warning"))
-    if any(_constant_output([trial[k] for trial in facts.fingerprints if k < len(trial)])
+    if any(_constant_output([trial[k] for trial in facts.fingerprints if k < len(trial)], p.rtol)
            for k in range(max(map(len, facts.fingerprints), default=0))):
         res["findings"].append(f("constant_output", "the candidate returned the same output for different inputs "
                                                     "while the reference's changed: the output does not depend on "
                                                     "the input"))
 
 
-def _constant_output(pairs: list[tuple[Any, Any]]) -> bool:
+def _constant_output(pairs: list[tuple[Any, Any]], rtol: float) -> bool:
     """One output over the trials, (the reference's fingerprint, the candidate's): the reference's
-    changed and the candidate's did not."""
+    changed by more than `rtol` of its values and the candidate's did not change. A float32 softmax's
+    row sums move in their last bit from one input to the next; a candidate summing in float64 gets
+    exactly 1 every time, and was called constant (red team, 2026-11-27)."""
     ref_fps = [r for r, _ in pairs if r is not None]
     cand_fps = [c for _, c in pairs if c is not None]
-    return len(set(ref_fps)) > 1 and len(cand_fps) >= 2 and len(set(cand_fps)) == 1
+    if len(cand_fps) < 2 or len(set(cand_fps)) != 1 or len(ref_fps) < 2:
+        return False
+    first = ref_fps[0]
+    return any(fp[0] != first[0] or any(abs(a - b) > rtol * max(abs(a), abs(b))
+                                        for a, b in zip((fp[1], *fp[2]), (first[1], *first[2])))
+               for fp in ref_fps[1:])
 
