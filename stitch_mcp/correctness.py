@@ -52,8 +52,8 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 2:
             return x
         values = _few_values(torch, x)
-        if values is not None and bool((values == values.round()).all()):
-            return x  # labels of -1 and 1, a mask of 0 and 1: a set the task draws from; kept
+        if values is not None and _labels(values):
+            return x  # labels of -1 and 1, a mask of 0 and 1 (or of 0 and 1.25): a set the task draws from; kept
         xf = x.float()
         mean, std, low = float(xf.mean()), float(xf.std()), float(xf.min())
         del xf
@@ -93,14 +93,25 @@ def _few_values(torch, x):
     return values if all(bool(torch.isin(part, values).all()) for part in flat.split(DRAW_CHUNK)) else None
 
 
+def _labels(values) -> bool:
+    """A few values that are whole multiples of the smallest of them in size: labels, masks, a
+    dropout's mask of 0 and 1/(1-p) (red team, 2026-11-27), not a column of random values."""
+    unit = values.abs()[values != 0].min() if bool((values != 0).any()) else values.new_ones(())
+    ratios = values / unit
+    return bool((ratios == ratios.round()).all())
+
+
 def _keep_structure(torch, x, y, low: float):
-    """The task's symmetry (x equal to its transpose in the last two dimensions) and rows that sum
-    to one (probabilities, as KernelBench's KL divergence takes) carried over to the draw `y`."""
+    """The task's symmetry (x equal to its transpose in the last two dimensions) and probabilities
+    (summing to one along a dimension: KernelBench's KL divergence takes them along the last, a
+    cross-entropy's soft targets along the second) carried over to the draw `y`."""
     if x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and torch.equal(x, x.mT):
         y = y.triu() + y.triu(1).mT
-    if low >= 0 and x.shape[-1] > 1 and bool(torch.allclose(x.sum(-1, dtype=torch.float32),
-                                                            torch.ones((), device=x.device), atol=1e-3)):
-        y.div_(y.sum(-1, keepdim=True).clamp_min(1e-30))
+    for dim in range(x.dim()) if low >= 0 else []:  # along whichever dimension holds the probabilities
+        if x.shape[dim] > 1 and bool(torch.allclose(x.sum(dim, dtype=torch.float32), torch.ones((), device=x.device),
+                                                    atol=1e-3)):
+            y.div_(y.sum(dim, keepdim=True).clamp_min(1e-30))
+            break
     return y
 
 

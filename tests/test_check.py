@@ -531,12 +531,15 @@ def test_wrong_output_fails_with_trial_details():
 
 
 @pytest.mark.parametrize("ref,cand", [("ref_tril_mm", "cand_tril_mm_triangles"), ("ref_sym_mm", "cand_sym_mm_transposed"),
-                                      ("ref_hinge", "cand_hinge_signs"), ("ref_row_log_scale", "cand_row_log_scale_per_row")])
+                                      ("ref_hinge", "cand_hinge_signs"), ("ref_row_scale", "cand_row_scale_per_row"),
+                                      ("ref_soft_targets", "cand_soft_targets_summing_to_one"),
+                                      ("ref_dropout_mask", "cand_dropout_mask_select")])
 def test_other_distributions_keep_what_the_task_promises_of_its_inputs(ref, cand):
     """No false alarm: a candidate that uses what the task's inputs promise (triangular or symmetric
     matrices, targets of -1 and 1, as KernelBench's level 1 draws them; a column repeated along a
-    row) passes the normal and heavy-tailed trials, which keep the task's zeros, symmetry, labels and
-    patterns (they redrew every element, and these failed)."""
+    row; soft targets summing to one along the second dimension; a dropout's mask of 0 and 1.25)
+    passes the normal and heavy-tailed trials, which keep the task's zeros, symmetry, labels,
+    probabilities and patterns (they redrew every element, and these failed)."""
     r = check(ref, cand)
     assert r.verdict == "pass", r.summary
     assert {t.inputs for t in r.correctness.trials} == {"task", "normal", "heavy_tailed"}, r.correctness.trials
@@ -560,7 +563,7 @@ def test_inputs_of_a_few_values_keep_their_pattern_and_labels_keep_their_values(
         assert torch.equal(tri, tri.tril()) and bool((tri[below] != 0).all()) and torch.equal(s, s.T)
 
 
-@pytest.mark.parametrize("ref,cand", [("ref_scale", "cand_clamp_range"), ("ref_row_log_scale", "cand_row_log_scale_clamped"),
+@pytest.mark.parametrize("ref,cand", [("ref_scale", "cand_clamp_range"), ("ref_row_scale", "cand_row_scale_clamped"),
                                       ("ref_clamp_in_place", "cand_clamp_in_place_missing")])
 def test_heavy_tailed_inputs_catch_range_limited_candidate(ref, cand):
     """Also where the input clamped is a few values repeated in a pattern: its new values reach as far
