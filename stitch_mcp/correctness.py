@@ -82,10 +82,10 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
 
 def _few_values(torch, x):
     """The sorted values of a float tensor that takes 8 or fewer (labels, masks, a column repeated
-    along a row), else None. Labels and masks (whole numbers) keep the task's values: redrawn, they
-    would leave the set the task draws them from. Others keep only their pattern, one of their new
-    values as far out as the farthest of FAR_DRAWS draws: kept whole, a clamp on a repeated column
-    went unseen (red team, 2026-11-27)."""
+    along a row), else None. Labels and masks (whole multiples of one value: _labels) keep the
+    task's values: redrawn, they would leave the set the task draws them from. Others keep only
+    their pattern, one of their new values as far out as the farthest of FAR_DRAWS draws: kept
+    whole, a clamp on a repeated column went unseen (red team, 2026-11-27)."""
     flat = x.reshape(-1)
     values = torch.unique(flat[:: max(1, flat.numel() // 4096)])
     if values.numel() > 8 or flat.numel() < 4 * values.numel():
@@ -142,8 +142,8 @@ def perturb_weights(ref_model, seed: int) -> None:
         for name, p in ref_model.named_parameters():
             # one-element ones too (a scalar gain frozen passed), and complex ones (a frozen filter passed)
             if (p.is_floating_point() or p.is_complex()) and p.numel():
-                size = p.detach().abs().float()
-                spread = float(size.std()) if p.numel() > 1 else float(size)
+                size = p.detach().abs() if p.is_complex() else p.detach()
+                spread = float(size.float().std()) if p.numel() > 1 else abs(float(size))
                 p.add_(torch.randn_like(p) * (spread if spread > 0 else 0.1) * 0.5)
 
 
