@@ -75,7 +75,10 @@ def distribute(inputs: list[Any], kind: str, seed: int, device: str) -> list[Any
             part.copy_(new[torch.bucketize(task, values)] if new is not None else drawn(part.numel()))
             part.masked_fill_(task == 0, 0.0)  # the task's zeros: a triangle, a band
             at += part.numel()
-        return _keep_structure(torch, x, y, low).to(x.dtype)
+        y = _keep_structure(torch, x, y, low)
+        if _whole(torch, x):  # float indices or counts: whole numbers within the task's range (red team, 6th round)
+            y.round_().clamp_(low, float(x.max()))
+        return y.to(x.dtype)
 
     return [one(v) for v in inputs]
 
@@ -91,6 +94,14 @@ def _few_values(torch, x):
     if values.numel() > 8 or flat.numel() < 4 * values.numel():
         return None
     return values if all(bool(torch.isin(part, values).all()) for part in flat.split(DRAW_CHUNK)) else None
+
+
+def _whole(torch, x) -> bool:
+    """Every element a whole number (float indices, counts): redrawn, they stay whole and within the
+    task's range. A candidate rounding such an index where the reference truncates it was called
+    wrong on fractions the task never makes; out of range, an index would fail the reference (and on
+    a GPU, its context)."""
+    return all(bool((part == part.round()).all()) for part in x.reshape(-1).split(DRAW_CHUNK))
 
 
 def _labels(values) -> bool:

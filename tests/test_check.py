@@ -533,13 +533,15 @@ def test_wrong_output_fails_with_trial_details():
 @pytest.mark.parametrize("ref,cand", [("ref_tril_mm", "cand_tril_mm_triangles"), ("ref_sym_mm", "cand_sym_mm_transposed"),
                                       ("ref_hinge", "cand_hinge_signs"), ("ref_row_scale", "cand_row_scale_per_row"),
                                       ("ref_soft_targets", "cand_soft_targets_summing_to_one"),
-                                      ("ref_dropout_mask", "cand_dropout_mask_select")])
+                                      ("ref_dropout_mask", "cand_dropout_mask_select"),
+                                      ("ref_float_index", "cand_float_index_rounded")])
 def test_other_distributions_keep_what_the_task_promises_of_its_inputs(ref, cand):
     """No false alarm: a candidate that uses what the task's inputs promise (triangular or symmetric
     matrices, targets of -1 and 1, as KernelBench's level 1 draws them; a column repeated along a
-    row; soft targets summing to one along the second dimension; a dropout's mask of 0 and 1.25)
-    passes the normal and heavy-tailed trials, which keep the task's zeros, symmetry, labels,
-    probabilities and patterns (they redrew every element, and these failed)."""
+    row; soft targets summing to one along the second dimension; a dropout's mask of 0 and 1.25;
+    float indices, whole numbers) passes the normal and heavy-tailed trials, which keep the task's
+    zeros, symmetry, labels, probabilities, patterns and whole numbers (they redrew every element,
+    and these failed)."""
     r = check(ref, cand)
     assert r.verdict == "pass", r.summary
     assert {t.inputs for t in r.correctness.trials} == {"task", "normal", "heavy_tailed"}, r.correctness.trials
