@@ -302,23 +302,37 @@ def near_zero_exploit(out, ref, atol: float | list[float], ref_model=None, input
     o, r = integ.flatten(out), integ.flatten(ref)
     atols = atol if isinstance(atol, list) else [atol] * len(r)
     near = [k for k, (a, b, tol) in enumerate(zip(o, r, atols)) if _near_zero_one(a, b, tol)]
-    return bool(near) and (ref_model is None or not all(_within_own_noise(ref_model, inputs, r, o, k) for k in near))
+    if not near or ref_model is None:
+        return bool(near)
+    out64 = _float64_outputs(ref_model, inputs or [], r, near)  # where it cannot run, not shown to be noise
+    return isinstance(out64, str) or any(_max_abs(o[k], out64[k]) > WITHIN_NOISE * _max_abs(r[k], out64[k])
+                                         for k in near)
 
 
-def _within_own_noise(ref_model, inputs: list[Any] | None, refs: list[Any], outs: list[Any], k: int) -> bool:
-    """Output k of the candidate's no farther from a float64 run of the reference than WITHIN_NOISE
-    times the reference's own (False where that cannot be run)."""
+def _float64_outputs(ref_model, inputs: list[Any], refs: list[Any], floats: list[int]) -> list[Any] | str:
+    """The reference run again in float64 (a deep copy of the model, floating inputs cast): its
+    flattened outputs, or why it was not (no float64 on the device, not enough GPU memory, a
+    reference that does not run or compute in float64, judged at the outputs numbered `floats`)."""
     import torch
 
+    device = refs[floats[0]].device
+    if device.type == "mps":
+        return "float64 is not supported on this device"
+    if device.type == "cuda":
+        need, free = _float64_bytes(ref_model, inputs, refs), torch.cuda.mem_get_info(device)[0]
+        if need > 0.7 * free:
+            return f"a float64 copy needs about {need / 1e9:.1f} GB; {free / 1e9:.1f} GB is free"
     try:
         model64 = copy.deepcopy(ref_model).to(torch.float64)
         with torch.no_grad():
-            out64 = integ.flatten(model64(*_to_float64(list(inputs or []))))
-    except Exception:  # noqa: BLE001 - a custom op, a hard-coded dtype: not shown to be noise
-        return False
-    if k >= len(out64) or not isinstance(out64[k], torch.Tensor) or out64[k].shape != refs[k].shape:
-        return False
-    return _max_abs(outs[k], out64[k]) <= WITHIN_NOISE * _max_abs(refs[k], out64[k])
+            out64 = integ.flatten(model64(*_to_float64(list(inputs))))
+        del model64
+    except Exception as exc:  # a custom op, a hard-coded dtype, a model that cannot be copied
+        return f"the reference does not run in float64: {type(exc).__name__}: {str(exc)[:200]}"
+    if len(out64) != len(refs) or any(not isinstance(out64[i], torch.Tensor) or out64[i].shape != refs[i].shape
+                                      or out64[i].dtype not in (torch.float64, torch.complex128) for i in floats):
+        return "the reference does not compute in float64 (it casts to a fixed dtype)"
+    return out64
 
 
 def _near_zero_one(o, r, atol: float) -> bool:
@@ -433,25 +447,11 @@ def reference_noise(ref_model, inputs: list[Any], ref_out: Any, candidate_out: A
               if isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex())]
     if not floats:
         return NoiseReport(skipped="the reference's outputs are not floating point (compared exactly)")
-    device = refs[floats[0]].device
-    if device.type == "mps":
-        return NoiseReport(skipped="float64 is not supported on this device")
     if all(refs[i].dtype in (torch.float64, torch.complex128) for i in floats):
         return NoiseReport(skipped="the reference already computes in float64")
-    if device.type == "cuda":
-        need, free = _float64_bytes(ref_model, inputs, refs), torch.cuda.mem_get_info(device)[0]
-        if need > 0.7 * free:
-            return NoiseReport(skipped=f"a float64 copy needs about {need / 1e9:.1f} GB; {free / 1e9:.1f} GB is free")
-    try:
-        model64 = copy.deepcopy(ref_model).to(torch.float64)
-        with torch.no_grad():
-            out64 = integ.flatten(model64(*_to_float64(list(inputs))))
-        del model64
-    except Exception as exc:  # a custom op, a hard-coded dtype, a model that cannot be copied
-        return NoiseReport(skipped=f"the reference does not run in float64: {type(exc).__name__}: {str(exc)[:200]}")
-    if len(out64) != len(refs) or any(not isinstance(out64[i], torch.Tensor) or out64[i].shape != refs[i].shape
-                                      or out64[i].dtype not in (torch.float64, torch.complex128) for i in floats):
-        return NoiseReport(skipped="the reference does not compute in float64 (it casts to a fixed dtype)")
+    out64 = _float64_outputs(ref_model, inputs, refs, floats)
+    if isinstance(out64, str):
+        return NoiseReport(skipped=out64)
     noise = max(_max_abs(refs[i], out64[i]) for i in floats)
     report = NoiseReport(measured=True, reference_max_abs=min(noise, BIG))
     if atol is not None and rtol is not None:

@@ -348,10 +348,7 @@ def _share_weights(p: Prepared, room: RoomClient, loaded: Loaded) -> None:
     shares.append(_share(p, room, own, loaded, names, {}, slots))
     p.weights, p.weights_untried = shares[0], shares[1:]
     if differ:  # what the room built, read before Model's values are loaded over it
-        read = _slots(p, room, {k: own[k] for k in differ}, slots)
-        attach(p, room)
-        room.ask(ReadState(tensors={k: spec for k, (spec, _) in read.items()}))
-        sync(p)
+        read = _read_back(p, room, {k: own[k] for k in differ}, slots)
         built = {k: view.to("cpu", copy=True) for k, (_, view) in read.items()}
         p.weights_as_built = _share(p, room, own, loaded, [k for k in names if k not in moved + differ], built, slots)
         p.weights_as_built.state.update(read)
@@ -376,6 +373,16 @@ def _slots(p: Prepared, room: RoomClient, like: dict[str, Any], slots: dict[tupl
     return {k: slots[keys[k]] for k in like if slots.get(keys[k]) is not None}
 
 
+def _read_back(p: Prepared, room: RoomClient, like: dict[str, Any], slots: dict[tuple, Any]) -> dict[str, Any]:
+    """ModelNew's tensors of these names, as they are in the room now, in buffers (_slots) the
+    judge reads once the room has written them (door.ReadState)."""
+    read = _slots(p, room, like, slots)
+    attach(p, room)
+    room.ask(ReadState(tensors={k: spec for k, (spec, _) in read.items()}))
+    sync(p)
+    return read
+
+
 def _as_built(own: dict[str, Any], names: list[str], digests: dict[str, str],
               model: dict[str, str]) -> tuple[list[str], list[str]]:
     """Of the names ModelNew shares with Model, those whose tensor as built (by the room's digest)
@@ -384,7 +391,7 @@ def _as_built(own: dict[str, Any], names: list[str], digests: dict[str, str],
     differ = [k for k in names if k in digests and digests[k] != model.get(k)]
     if not differ:
         return [], []
-    others = {model.get(k) for k, v in own.items() if v.numel() and not _constant(v)}
+    others = {model.get(k) for k, v in own.items() if v.numel() and not is_constant(v)}
     return [k for k in differ if digests[k] in others], [k for k in differ if digests[k] not in others]
 
 
@@ -406,9 +413,9 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
       one, and the others keep the task's values, which such a candidate then fails on."""
     torch = p.torch
     tensors = {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.numel()}
-    if all(k in share.state or _constant(v) for k, v in tensors.items()):  # the common case: all shared by name
+    if all(k in share.state or is_constant(v) for k, v in tensors.items()):  # the common case: all shared by name
         return
-    tensors = {k: v for k, v in tensors.items() if not _constant(v)}
+    tensors = {k: v for k, v in tensors.items() if not is_constant(v)}
     groups: dict[str, list[str]] = {}
     like: dict[tuple, Any] = {}  # by shape: one of Model's tensors, the template of a buffer to read into
     for k, v in tensors.items():
@@ -417,10 +424,7 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
     asked = [k for k, shape in shapes.items() if k not in share.state and tuple(shape) in like]
     if not asked:
         return
-    read = _slots(p, room, {k: like[tuple(shapes[k])] for k in asked}, slots)
-    attach(p, room)
-    room.ask(ReadState(tensors={k: spec for k, (spec, _) in read.items()}))
-    sync(p)
+    read = _read_back(p, room, {k: like[tuple(shapes[k])] for k in asked}, slots)
     params = {prm.data_ptr() for prm in p.ref_model.parameters()}  # a tied weight's every name included
     found = {}
     for name, (spec, view) in read.items():
@@ -440,7 +444,7 @@ def _match_by_value(p: Prepared, room: RoomClient, share: WeightShare, own: dict
         share.state[name], share.state_from[name] = slot, stand
 
 
-def _constant(t: Any) -> bool:
+def is_constant(t: Any) -> bool:
     """Every element the same number."""
     flat = t.detach().reshape(-1)
     return bool((flat == flat[0]).all())

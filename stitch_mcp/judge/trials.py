@@ -20,6 +20,7 @@ from stitch_mcp.judge.prepare import (
     WeightShare,
     attach,
     free_cached,
+    is_constant,
     put_inputs,
     reference_output,
     share_state,
@@ -210,7 +211,7 @@ def _reinit(p: Prepared, seed: int) -> tuple[bool, str, list[str]]:
     if not unheld:
         return True, "", []
     values = {k: kept.get(k, params[k]) for k in unheld}
-    varied = [k for k, v in values.items() if v.numel() > 1 and not bool((v == v.reshape(-1)[0]).all())]
+    varied = [k for k, v in values.items() if v.numel() > 1 and not is_constant(v)]
     return True, (f"{', '.join(unheld[:3])}{' ...' if len(unheld) > 3 else ''} kept the task's values: ModelNew "
                   "holds them by no name of Model's, nor by values of their own (one number throughout, "
                   "or laid out anew)"), varied
