@@ -92,7 +92,8 @@ class Load(BaseModel):
     build_model: bool = Field(True, description="build the model too (False: import only, which builds "
                                               "the candidate's extensions)")
     init_args: list[Any] = Field(default_factory=list, description="get_init_inputs() as JSON, a tuple as "
-                                 '{"tuple": [...]} (judge.prepare.plain_values): `args` rebuilds them')
+                                 '{"tuple": [...]}, a torch.Size as {"size": [...]}, a dtype as {"dtype": NAME} '
+                                 "(judge.prepare.plain_values): `args` rebuilds them")
     n_inputs: int | None = Field(None, description="how many inputs forward will get (for a clear interface error)")
     device: str = "cpu"
     visible_devices: str | None = Field(None, description="CUDA_VISIBLE_DEVICES to set before CUDA starts")
@@ -102,11 +103,20 @@ class Load(BaseModel):
                                      "file descriptor among those attached to this message")
 
     def args(self) -> list[Any]:
-        """init_args with their tuples as tuples again: a candidate that concatenated one to a tuple
-        raised where the room built it from a list (red team, 2026-11-27)."""
+        """init_args with their tuples, sizes and dtypes as they were: a candidate that concatenated
+        a tuple to a tuple raised where the room built it from a list (red team, 2026-11-27)."""
         def one(v: Any) -> Any:
-            if isinstance(v, dict):
+            if isinstance(v, dict) and "tuple" in v:
                 return tuple(one(x) for x in v["tuple"])
+            if isinstance(v, dict):
+                import torch
+
+                if "size" in v:
+                    return torch.Size(v["size"])
+                dtype = getattr(torch, v["dtype"], None)
+                if not isinstance(dtype, torch.dtype):
+                    raise ValueError(f"not a torch dtype: {v['dtype']!r}")
+                return dtype
             return [one(x) for x in v] if isinstance(v, list) else v
 
         return [one(v) for v in self.init_args]

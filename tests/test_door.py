@@ -66,3 +66,24 @@ def test_a_malformed_frame_closes_the_door():
     judge.sock.sendall(struct.pack("!I", len(body)) + body)
     with pytest.raises(DoorClosed):
         room.receive(5)
+
+
+def test_the_constructors_arguments_cross_the_door_as_they_were():
+    """get_init_inputs() crosses to the room as JSON (judge.prepare.plain_values, door.Load.args):
+    tuples, nested ones, torch.Size and dtypes come out as they went in; what JSON cannot carry is
+    the reference's error, named."""
+    import torch
+
+    from stitch_mcp.correctness import StageError
+    from stitch_mcp.door import Load
+    from stitch_mcp.judge.prepare import plain_values
+
+    sent = [4, (3, (1, 2)), torch.Size([4, 1, 1]), torch.float16, torch.bfloat16, [0.5, "x"], None]
+    wire = Load.model_validate_json(Load(program="p.py", init_args=plain_values(sent)).model_dump_json())
+    got = wire.args()
+    assert got == sent and [type(v) for v in got] == [type(v) for v in sent], got
+    assert type(got[1][1]) is tuple and type(got[2]) is torch.Size
+    with pytest.raises(ValueError, match="not a torch dtype"):
+        Load(program="p.py", init_args=[{"dtype": "Tensor"}]).args()
+    with pytest.raises(StageError, match="returns a dict"):
+        plain_values([{"a": 1}])

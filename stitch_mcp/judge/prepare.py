@@ -479,11 +479,18 @@ def restore_weights(p: Prepared, room: RoomClient) -> None:
 
 
 def plain_values(values: list[Any]) -> list[Any]:
-    """get_init_inputs() as JSON: KernelBench's are numbers, tuples and strings; a tuple is tagged
-    ({"tuple": [...]}), for the room to build it again (door.Load.args)."""
+    """get_init_inputs() as JSON: KernelBench's are numbers, tuples and strings; tasks written
+    elsewhere pass a torch.Size or a dtype too. Those are tagged ({"tuple": [...]}, {"size": [...]},
+    {"dtype": "float16"}), for the room to build them again (door.Load.args)."""
+    import torch
+
     out: list[Any] = []
     for v in values:
-        if isinstance(v, tuple):
+        if isinstance(v, torch.Size):
+            out.append({"size": list(v)})
+        elif isinstance(v, torch.dtype):
+            out.append({"dtype": str(v).removeprefix("torch.")})
+        elif isinstance(v, tuple):
             out.append({"tuple": plain_values(list(v))})
         elif isinstance(v, list):
             out.append(plain_values(v))
@@ -491,7 +498,8 @@ def plain_values(values: list[Any]) -> list[Any]:
             out.append(v)
         else:
             raise StageError("reference_error", f"get_init_inputs() returns a {type(v).__name__}; only numbers, "
-                                                "strings and tuples of them can be passed to the candidate's room")
+                                                "strings, dtypes, torch.Size and tuples of them can be passed to the "
+                                                "candidate's room")
     return out
 
 
