@@ -229,7 +229,7 @@ class TimingReport(BaseModel):
                             "than beside it: that time is the one used")
     candidate_alone: TimingStats | None = Field(None, description="on the CPU clock, where eager timed alone came out "
                                                 "lower than beside the candidate: the candidate's room timed alone too, "
-                                                "just before it ended; the speedup is "
+                                                "in turns with eager's before it ended; the speedup is "
                                                 "at most 1.15x eager alone's over the candidate's better time, alone "
                                                 "or beside it")
     compiled: TimingStats | None = None

@@ -642,6 +642,13 @@ def _cpu_lane(times: list[float]):
                 copy_cpu_ms=[0.0] * len(times))
 
 
+def _in_turns(eager, candidate):
+    """Both rooms' lanes timed alone in turns (judge.timing.time_both_alone)."""
+    from stitch_mcp.judge.timing import Timed
+
+    return Timed(eager, candidate, cpu_clock=True)
+
+
 @pytest.mark.parametrize("eager_beside, eager_alone, cand_beside, cand_alone, timed", [
     (1.0, 0.8, 1.0, 0.8, 0.8),  # honest, the same work: both rooms slower beside each other, 1.0x either way
     (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone phase a little slower (they run one after the other): as beside
@@ -662,12 +669,63 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([cand_beside] * 20), "eager": _stats([eager_beside] * 20)}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([eager_alone] * 20), _cpu_lane([cand_alone] * 20))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([eager_alone] * 20),
+              _in_turns(_cpu_lane([eager_alone] * 20), _cpu_lane([cand_alone] * 20)))
     timing = res["timing"]
     assert timing["eager"]["median_ms"] == pytest.approx(eager_alone), timing
     assert timing["candidate"]["median_ms"] == pytest.approx(timed), timing
     assert timing["candidate_alone"]["median_ms"] == pytest.approx(cand_alone)
     assert "timed alone too" in timing["eager_note"], timing["eager_note"]
+
+
+@pytest.mark.parametrize("cand_alone, eager_in_turns, eager_after, beside, speedup", [
+    (0.15, 0.15, 0.10, 1.0, 1.15 * 1.3 / 1.5),  # honest, eager's own work, the host 1.5x slower until the close
+    (0.10, 0.10, 0.10, 1.0, 1.0),  # the same, no slow stretch: 1.0x
+    (0.10, 0.15, 0.10, 1.5, 1.15),  # eager's work, its timers slowing eager while alive: as one after the other
+    (0.20, 0.30, 0.10, 1.5, 1.15 * 1.3 * 0.5),  # half eager's speed, eager slowed 3x: at most ALONE_DRIFT more
+    (0.05, 0.10, 0.10, 3.0, 2.3),  # honest and 2x faster alone: up to 1.15x that
+])
+def test_on_the_cpu_clock_the_speedup_alone_is_taken_in_turns_within_what_eager_after_the_close_allows(
+        cand_alone, eager_in_turns, eager_after, beside, speedup):
+    """The candidate's speedup alone is over eager timed in turns with it (a slow stretch of the host
+    falls on both: one phase after the other put honest candidates below 0.9x in 10 of 56 checks),
+    but while its room is alive its timers can bill eager's calls (atk_irq_volley): no more than over
+    eager after the close times 1 + ALONE_DRIFT, nor above parity unless that says so too."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import ALONE_DRIFT, _stats, baselines
+
+    assert ALONE_DRIFT == 0.3  # the third case's figure
+    res = {"checks_run": ["timing_cpu_clock"], "findings": [],
+           "timing": {"candidate": _stats([0.3 / beside] * 20), "eager": _stats([0.3] * 20)}}
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([eager_after] * 20),
+              _in_turns(_cpu_lane([eager_in_turns] * 20), _cpu_lane([cand_alone] * 20)))
+    timing = res["timing"]
+    assert timing["eager"]["median_ms"] == pytest.approx(eager_after)
+    assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(speedup), timing
+
+
+@pytest.mark.parametrize("idle_ms, ref_irq, finding", [(0.0, 3, None), (40.0, 3, "work_while_idle"),
+                                                       (0.0, 150, "interrupt_storm")])
+def test_on_the_cpu_clock_what_a_room_does_while_eager_is_timed_alone_in_turns_earns_it_nothing(
+        idle_ms, ref_irq, finding):
+    """Timed alone in turns, the candidate's room is alive while eager's calls run: its CPU between
+    its calls beyond eager's, or interrupts billed to eager's calls beyond its own, earn it no
+    speedup there as beside (_between_calls)."""
+    from types import SimpleNamespace
+
+    from stitch_mcp.judge.timing import _stats, baselines, settle_cpu_clock
+
+    eager, cand = _cpu_lane([0.1] * 20), _cpu_lane([0.05] * 20)
+    cand.idle_cpu_ms = idle_ms
+    eager.irq_windows, cand.irq_windows = [(ref_irq, 10.0)] * 20, [(3, 10.0)] * 20
+    res = {"checks_run": ["timing_cpu_clock"], "findings": [],
+           "timing": {"candidate": _stats([0.075] * 20), "eager": _stats([0.15] * 20)}}
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 20), _in_turns(eager, cand))
+    settle_cpu_clock(res)
+    assert codes_of(res) == ({finding} if finding else set()), res["findings"]
+    speedup = res["timing"]["eager"]["median_ms"] / res["timing"]["candidate"]["median_ms"]
+    assert speedup == pytest.approx(1.0 if finding else 2.0), res["timing"]
 
 
 def test_on_the_cpu_clock_a_slow_stretch_in_the_candidates_alone_phase_costs_it_nothing():
@@ -680,7 +738,8 @@ def test_on_the_cpu_clock_a_slow_stretch_in_the_candidates_alone_phase_costs_it_
 
     res = {"checks_run": ["timing_cpu_clock"], "findings": [],
            "timing": {"candidate": _stats([0.2] * 50), "eager": _stats([0.2] * 50)}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50), _cpu_lane([0.25] * 25 + [0.1] * 25))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.1] * 50),
+              _in_turns(_cpu_lane([0.1] * 50), _cpu_lane([0.25] * 25 + [0.1] * 25)))
     timing = res["timing"]
     assert timing["candidate_alone"]["median_ms"] > 0.17, timing  # reported as measured
     assert timing["eager"]["median_ms"] / timing["candidate"]["median_ms"] == pytest.approx(1.0), timing
@@ -699,40 +758,62 @@ def test_on_the_cpu_clock_the_alone_cap_credits_what_the_single_calls_credit():
            "timing": {"candidate": _stats([0.5] * 20), "eager": _stats([1.0] * 20),
                       "batch": {"speedup": 2.0, "skippable_ms": 0.3, "single_credited_ms": 0.8,
                                 "note": "the candidate is timed at eager's time over its speedup in batches"}}}
-    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.5] * 20), _cpu_lane([0.2] * 20))
+    baselines({}, res, SimpleNamespace(device="cpu"), None, _cpu_lane([0.5] * 20),
+              _in_turns(_cpu_lane([0.5] * 20), _cpu_lane([0.2] * 20)))
     timing = res["timing"]
     assert 0.5 / timing["candidate"]["median_ms"] == pytest.approx(1.15), timing
     # the batch note's figures were beside eager: it says what set the time after them
     assert timing["batch"]["note"].endswith(f"the candidate with it, at {timing['candidate']['median_ms']:.4g} ms")
 
 
-def test_a_candidate_timed_alone_is_warmed_up_and_some_of_its_calls_always_checked():
-    """A room timed alone first makes untimed calls (its first calls after the other room's or the
-    batches ran 3-5x slower), and on the candidate's, ALONE_CHECKED of its timed calls are always
-    compared with the reference (a room can tell them from its interleaved ones), and so is every
-    call at or below ALONE_QUANTILE, which sets its time alone: calls that skipped work would."""
+def test_both_rooms_timed_alone_take_turns_warmed_up_each_sampled_the_same_some_calls_always_checked():
+    """On the CPU clock the two rooms are timed alone in turns (time_both_alone): rounds of a warm-up
+    (a room's first calls after the other's ran 3-5x slower) and a block of timed calls each, the
+    room going first alternating. After every timed call of either room the judge samples its outputs (work on
+    the shared core that slows the next call: done after the candidate's only, it alone paid for
+    it); only the candidate's are kept. ALONE_CHECKED of its calls are always compared with the
+    reference (a room can tell them from its interleaved ones), and so is every call at or below
+    ALONE_QUANTILE, which sets its time alone: calls that skipped work would. CPU a room used
+    outside its calls is its idle_cpu_ms, charged as beside eager."""
     from types import SimpleNamespace
 
     from stitch_mcp.judge import timing
 
-    asked, sampled = [], []
-    room = SimpleNamespace(cpu_ms=lambda: 0.0, role="candidate")
-    timed_calls, cpu = [], iter([0.05 + (i * 7 % 30) * 0.01 for i in range(30)])  # distinct, shuffled
+    rooms = {role: SimpleNamespace(role=role, used=0.0) for role in ("candidate", "reference")}
+    for room in rooms.values():
+        room.cpu_ms = lambda room=room: room.used
+    asked, sampled, cpu = [], [], iter([0.05 + (i * 7 % 60) * 0.01 for i in range(60)])  # distinct, shuffled
+
+    def call(p, room, lane, seed, flush, on_cpu_clock=False, irq=None):
+        ms = next(cpu) if irq else 0.02
+        room.used += ms + (0.5 if room.role == "candidate" and irq else 0.0)  # it works between its calls
+        lane.wall_ms.append(0.1)
+        lane.cpu_ms.append(ms)
+        asked.append((room.role, seed, bool(irq)))
+
     t = timing.Timed(timing.Lane(), timing.Lane(), cpu_clock=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(timing, "_l2_flush", lambda p: None)
-        mp.setattr(timing, "_timed_call", lambda p, r, lane, seed, flush, on_cpu_clock=False:
-                   (asked.append(seed), lane.wall_ms.append(0.1),
-                    (lane.cpu_ms.append(next(cpu)), timed_calls.append(seed)) if on_cpu_clock else None))
-        mp.setattr(timing, "_sample_outputs", lambda p, t, seed, slots=None: sampled.append(seed))
-        lane = timing.time_alone(None, room, 30, True, sampled=t)
-    warm = len(asked) - len(timed_calls)
-    assert warm == timing.ALONE_WARMUP_CALLS and len(lane.cpu_ms) == 30 == len(sampled), (warm, lane)
-    assert sampled == timed_calls and set(sampled).isdisjoint(asked[:warm])
-    fastest = int(timing.ALONE_QUANTILE * 30) + 1
+        mp.setattr(timing, "_interrupt_window", lambda: "window")
+        mp.setattr(timing, "_timed_call", call)
+        mp.setattr(timing, "_sample_outputs", lambda p, into, seed, slots=None: sampled.append((into, seed)))
+        alone = timing.time_both_alone(SimpleNamespace(of=lambda room: SimpleNamespace(outputs=[])), rooms, 30, t)
+    rounds = min(timing.ALONE_ROUNDS, 30 // timing.ALONE_BLOCK)
+    per_round = -(-30 // rounds)
+    block = [False] * timing.ALONE_WARMUP_CALLS + [True] * per_round
+    turn = {role: [(role, x) for x in block] for role in rooms}
+    assert [(role, timed) for role, _, timed in asked] == [
+        call for r in range(rounds) for role in ("candidate", "reference")[::1 if r % 2 == 0 else -1] for call in turn[role]]
+    timed_seeds = {role: [seed for r, seed, timed in asked if timed and r == role] for role in rooms}
+    assert len(alone.candidate.cpu_ms) == len(alone.reference.cpu_ms) == rounds * per_round
+    assert [seed for into, seed in sampled if into is t] == timed_seeds["candidate"]
+    assert [seed for into, seed in sampled if into is not t] == timed_seeds["reference"]
+    assert alone.candidate.idle_cpu_ms == pytest.approx(0.5 * rounds * per_round)
+    assert alone.reference.idle_cpu_ms == pytest.approx(0.0, abs=1e-9)
+    fastest = int(timing.ALONE_QUANTILE * rounds * per_round) + 1
     assert len(set(t.must_check)) == len(t.must_check) == fastest + timing.ALONE_CHECKED
-    assert set(t.must_check) <= set(sampled)
-    lowest = sorted(zip(lane.cpu_ms, sampled))[:fastest]
+    assert set(t.must_check) <= set(timed_seeds["candidate"])
+    lowest = sorted(zip(alone.candidate.cpu_ms, timed_seeds["candidate"]))[:fastest]
     assert {seed for _, seed in lowest} <= set(t.must_check)
 
 
@@ -748,7 +829,7 @@ def test_the_judge_does_the_same_work_after_either_rooms_timed_call():
 
     buffers = {role: SimpleNamespace(inputs=[], outputs=[(None, f"{role} outputs")]) for role in ("candidate", "reference")}
     p = SimpleNamespace(of=lambda room: buffers[room.role], inputs=[])
-    rooms = {role: SimpleNamespace(role=role, call=lambda call: None) for role in buffers}
+    rooms = {role: SimpleNamespace(role=role, call=lambda call: None, cpu_ms=lambda: 0.0) for role in buffers}
     after = []  # (the room whose call it was, the slots sampled, kept to be checked)
     t_alone = timing.Timed(timing.Lane(), timing.Lane(), cpu_clock=True)
     with pytest.MonkeyPatch.context() as mp:
@@ -756,16 +837,20 @@ def test_the_judge_does_the_same_work_after_either_rooms_timed_call():
         mp.setattr(timing, "_l2_flush", lambda p: None)
         mp.setattr(timing, "_gap", lambda p, flush, seed, slots: ([], 0.0))
         mp.setattr(timing, "_timed_call", lambda p, room, lane, seed, flush, on_cpu_clock=False, irq=None:
-                   (after.append([room.role]), lane.room_ms.append(0.1), lane.wall_ms.append(0.1)))
+                   (after.append([room.role]), lane.room_ms.append(0.1), lane.wall_ms.append(0.1),
+                    on_cpu_clock and lane.cpu_ms.append(0.1)))
         mp.setattr(timing, "_sample_outputs", lambda p, into, seed, slots=None: after[-1].extend(
             [slots or buffers["candidate"].outputs, into]))
+        mp.setattr(timing, "_interrupt_window", lambda: None)
         t = timing.time_rooms({"timing_iters": 20}, p, rooms)
-        timing.time_alone(p, rooms["candidate"], 10, sampled=t_alone)
+        timing.time_both_alone(p, rooms, 10, t_alone)
         timing.time_alone(p, rooms["reference"], 10)
-    assert all(len(each) == 3 for each in after), after  # every timed call followed by one sampling
-    assert all(role == slots[0][1].split()[0] for role, slots, _ in after), after  # of its own room's outputs
-    assert {role for role, _, _ in after} == set(rooms)
-    kept = {role: {id(into) for r, _, into in after if r == role} for role in rooms}
+    warm_ups = [each for each in after if len(each) == 1]  # untimed: nothing sampled after them
+    timed = [each for each in after if len(each) == 3]  # every timed call followed by one sampling
+    assert len(warm_ups) + len(timed) == len(after) and len(timed) == 20 + 20 + 10, after
+    assert all(role == slots[0][1].split()[0] for role, slots, _ in timed), after  # of its own room's outputs
+    assert {role for role, _, _ in timed} == set(rooms)
+    kept = {role: {id(into) for r, _, into in timed if r == role} for role in rooms}
     assert kept["candidate"] == {id(t), id(t_alone)}, kept  # the candidate's samples kept, in its check's Timed
     assert not kept["reference"] & {id(t), id(t_alone)}  # the reference's dropped
 

@@ -22,7 +22,8 @@ typed door (stitch_mcp.door) and shared buffers (stitch_mcp.shared_tensors). Rea
                each call (and its own work between calls) and rejects room times it contradicts;
                some timed outputs are checked; where eager beside the candidate is slower than
                the task's clean time, the reference's room is timed again alone once the
-               candidate's room has ended, and so are eager's batches where they checked the
+               candidate's room has ended (on a CPU, both rooms are first timed alone in
+               turns, to compare like with like), and so are eager's batches where they checked the
                candidate's claim; torch.compile's baseline comes from the task's cache or
                the baseline worker (check.py), else is timed here once the rooms have ended
                                                                                  (judge/timing.py)
@@ -67,6 +68,7 @@ from stitch_mcp.judge.timing import (
     physical_floor,
     settle_cpu_clock,
     time_alone,
+    time_both_alone,
     time_rooms,
 )
 from stitch_mcp.judge.trials import run_trials, trial_findings
@@ -187,12 +189,12 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
             stage("timing", what="batches of back-to-back calls")
             batches = batch_bracket(p, rooms, timed)
             lap("timing_batches")
-        alone = candidate_alone = None
+        alone = both_alone = None
         agrees, verified = eager_agrees(spec, res, timed), batches_verified(timed, batches, p.device)
-        if timed.cpu_clock and not agrees:  # eager is timed alone next: on the CPU clock, the candidate too
-            stage("timing", what="the candidate alone")
-            candidate_alone = time_alone(p, room, len(timed.candidate.room_ms) // 2, True, sampled=timed)
-            lap("timing_candidate_alone")
+        if timed.cpu_clock and not agrees:  # eager is timed alone next: on the CPU clock, the two in turns first
+            stage("timing", what="the candidate and eager alone, in turns")
+            both_alone = time_both_alone(p, rooms, len(timed.candidate.room_ms) // 2, sampled=timed)
+            lap("timing_both_alone")
         res["findings"] += room.process_findings()
         if agrees and verified is None:
             closing = _start_closing([room, reference])
@@ -217,7 +219,7 @@ def _timing(spec: dict[str, Any], res: dict[str, Any], p: Prepared, rooms: dict[
         physical_floor(res, p, timed, spec)
         if needs_compile_timed(spec, res):
             closing.join()  # torch.compile is timed with no room alive
-        baselines(spec, res, p, stage, alone, candidate_alone)
+        baselines(spec, res, p, stage, alone, both_alone)
         if timed.cpu_clock:
             settle_cpu_clock(res)
         lap("timing_baselines")

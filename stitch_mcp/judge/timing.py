@@ -13,6 +13,7 @@ harness costs a call, which a room can skip (skippable_harness_ms).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import secrets
@@ -134,43 +135,94 @@ def _timed_call(p: Prepared, room: RoomClient, lane: Lane, seed: int, flush, on_
 ALONE_WARMUP_CALLS = 10
 ALONE_WARMUP_S = 0.25
 ALONE_CHECKED = 4  # of the candidate's calls timed alone, these are checked whatever else is drawn
-# On the CPU clock a candidate gets no speedup beyond this over eager alone against its better time
-# (_both_alone). The two alone phases run one after the other, not interleaved: a candidate running
-# eager's own relu came out at 0.89-0.93 of eager alone, beside it at 0.97-1.0; a millisecond of
-# matmul and tanh at 0.81 once (2-core host beside two busy loops, 2026-11-27).
+# On the CPU clock the two rooms are timed alone in turns (time_both_alone), this many rounds of at
+# least ALONE_BLOCK calls each, so that the host's slow stretches fall on both. Timed one phase after
+# the other (the candidate's, then eager's once the candidate's room was closed), whole phases
+# differed by up to 1.6x at their 10% quantiles, and honest candidates running eager's own relu came
+# out below 0.9x in 10 of 56 checks beside two busy loops, against 6 of 156 in turns (2-core host,
+# 2026-11-28). The room going first alternates from round to round.
+ALONE_ROUNDS = 10
+ALONE_BLOCK = 5
+# In turns, the candidate's room is alive while eager's calls are timed, and its timers can bill
+# interrupt work to them on the shared core (atk_irq_volley: eager 1.35-1.5x slower, its interrupt
+# count under STORM_MARGIN). Eager timed once the room was closed bounds that: the candidate's
+# speedup alone is taken over eager in turns, but no higher than over eager after the close times
+# this (drift between the two: eager in turns came out at 0.76-2.24x eager after, most within 1.25x),
+# nor above 1.0 unless over eager after says so too (_alone_speedup). A room slowing eager gains
+# nothing over timing one phase after the other at or above parity, and at most this much below it.
+ALONE_DRIFT = 0.3
+# On the CPU clock a candidate gets no speedup beyond this over its speedup alone against its better
+# time (_both_alone): a candidate running eager's own relu came out at 0.89-0.93 of eager alone, beside
+# it at 0.97-1.0; a millisecond of matmul and tanh at 0.81 once (2-core host beside two busy loops,
+# 2026-11-27, the two alone phases then one after the other).
 CPU_ALONE_SLACK = 0.15
-# The two alone phases are compared at this quantile of their calls, the candidate's expressed in eager
-# alone's median (_both_alone). Each phase is 50-odd calls, a few milliseconds. A slow stretch of the
-# host inside one (its calls 1.5-3x slower for 20-40 calls, then back) put an honest candidate doing
-# eager's own relu at 1.3-2.1x eager alone by their medians, 0.41-0.82x in 7 of 26 checks on an idle
-# 2-core host (2026-11-27). Their lowest calls are where neither phase was disturbed. The candidate's
-# calls at or below it are all checked (_fastest_calls): a few that skipped work would set it otherwise.
+# The alone lanes are compared at this quantile of their calls, the candidate's expressed in eager
+# alone's median (_both_alone). A slow stretch of the host (calls 1.5-3x slower for 20-40 calls, then
+# back) put an honest candidate doing eager's own relu at 1.3-2.1x eager alone by their medians when
+# the phases ran one after the other, 0.41-0.82x in 7 of 26 checks on an idle 2-core host
+# (2026-11-27). Their lowest calls are where neither was disturbed. The candidate's calls at or below
+# it are all checked (_fastest_calls): a few that skipped work would set it otherwise.
 ALONE_QUANTILE = 0.1
 
 
-def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False,
-               sampled: Timed | None = None) -> Lane:
+def time_alone(p: Prepared, room: RoomClient, calls: int, on_cpu_clock: bool = False) -> Lane:
     """A room timed on its own, nothing of the other room between its calls: the reference's once
-    the candidate's room is gone (the clean eager time) and, on the CPU clock, the candidate's just
-    before its room is closed, so that the two compare like with like (baselines). `sampled`: where
-    the candidate's outputs are kept to be checked (check_timed_outputs)."""
+    the candidate's room is gone (the clean eager time)."""
     flush = _l2_flush(p)
-    warm, started = Lane(), time.monotonic()
-    while on_cpu_clock and len(warm.wall_ms) < ALONE_WARMUP_CALLS and time.monotonic() - started < ALONE_WARMUP_S:
-        _timed_call(p, room, warm, secrets.randbelow(2 ** 31 - 1), flush)
+    if on_cpu_clock:
+        _warm_up(p, room, flush, ALONE_WARMUP_S)
     lane = Lane()
     used = room.cpu_ms() if on_cpu_clock else 0.0
-    seeds = [secrets.randbelow(2 ** 31 - 1) for _ in range(max(calls, 10))]
-    for seed in seeds:
+    for _ in range(max(calls, 10)):
+        seed = secrets.randbelow(2 ** 31 - 1)
         _timed_call(p, room, lane, seed, flush, on_cpu_clock)
-        _after_call(p, sampled if sampled is not None else Timed(Lane(), Lane()), room, seed)
-    if sampled is not None:  # some of these always checked: a room can tell them from the interleaved ones
-        fastest = _fastest_calls(lane, seeds) if on_cpu_clock else []
-        rest = [seed for seed in seeds if seed not in fastest]
-        sampled.must_check += fastest + [rest.pop(secrets.randbelow(len(rest))) for _ in range(ALONE_CHECKED)]
+        _after_call(p, Timed(Lane(), Lane()), room, seed)
     if on_cpu_clock:
         lane.idle_cpu_ms = room.cpu_ms() - used - sum(lane.cpu_ms)
     return lane
+
+
+def time_both_alone(p: Prepared, rooms: dict[str, RoomClient], calls: int, sampled: Timed) -> Timed:
+    """On the CPU clock, before the candidate's room is closed: each room timed on its own (nothing of
+    the other's between its calls), the two taking turns in ALONE_ROUNDS rounds of a warm-up and a
+    block of calls each, the first room alternating, so that a slow stretch of the host falls on
+    both (like with like, for _both_alone). The idle room's CPU meanwhile is its idle_cpu_ms, charged
+    as beside (_charged_clock), and the interrupts on the core are counted per call
+    (interrupt_rates). The candidate's outputs are sampled into `sampled`; some of its calls are
+    always checked: a room can tell them from its interleaved ones. Returns the lanes as
+    Timed(eager's, the candidate's)."""
+    flush, irq = _l2_flush(p), _interrupt_window()
+    t = Timed(Lane(), Lane(), cpu_clock=True)
+    rounds = max(1, min(ALONE_ROUNDS, calls // ALONE_BLOCK))
+    per_round, seeds = -(-max(calls, 10) // rounds), []
+    used, wall_from = {which: room.cpu_ms() for which, room in rooms.items()}, time.perf_counter()
+    warm_ms = dict.fromkeys(rooms, 0.0)
+    for r in range(rounds):
+        for which in ("candidate", "reference")[::1 if r % 2 == 0 else -1]:
+            lane = getattr(t, which)
+            warm_ms[which] += _warm_up(p, rooms[which], flush, ALONE_WARMUP_S / rounds)
+            for _ in range(per_round):
+                seed = secrets.randbelow(2 ** 31 - 1)
+                _timed_call(p, rooms[which], lane, seed, flush, True, irq)
+                _after_call(p, sampled, rooms[which], seed)
+                if which == "candidate":
+                    seeds.append(seed)
+    for which, room in rooms.items():
+        lane = getattr(t, which)
+        lane.idle_cpu_ms = room.cpu_ms() - used[which] - sum(lane.cpu_ms) - warm_ms[which]
+    t.idle_wall_ms = (time.perf_counter() - wall_from) * 1e3 - sum(t.candidate.wall_ms)
+    fastest = _fastest_calls(t.candidate, seeds)
+    rest = [seed for seed in seeds if seed not in fastest]
+    sampled.must_check += fastest + [rest.pop(secrets.randbelow(len(rest))) for _ in range(min(ALONE_CHECKED, len(rest)))]
+    return t
+
+
+def _warm_up(p: Prepared, room: RoomClient, flush, budget_s: float) -> float:
+    """Up to ALONE_WARMUP_CALLS untimed calls, for up to `budget_s`; the CPU they took (on the CPU clock)."""
+    warm, started = Lane(), time.monotonic()
+    while len(warm.wall_ms) < ALONE_WARMUP_CALLS and time.monotonic() - started < budget_s:
+        _timed_call(p, room, warm, secrets.randbelow(2 ** 31 - 1), flush, True)
+    return sum(warm.cpu_ms)
 
 
 def _fastest_calls(lane: Lane, seeds: list[int]) -> list[int]:
@@ -1012,7 +1064,6 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     leftovers, and what it waits for beyond what the reference's calls wait, is charged to its
     calls (_waited_ms), and CPU between its calls beyond IDLE_CLOCK_MS earns it no speedup."""
     a, b = t.reference, t.candidate
-    extra_idle = max(0.0, b.idle_cpu_ms - a.idle_cpu_ms)
     eager, cand, charged = _clock(a, a), *_charged_clock(t)
     stats = _stats(cand)
     stats["host_median_ms"] = statistics.median(b.wall_ms)
@@ -1043,21 +1094,8 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
     rates = interrupt_rates(t)
     if rates:
         res["timing"]["interrupts_per_ms"] = list(rates)
-    if rates and rates[0] - rates[1] > STORM_MARGIN:
-        res["timing"]["no_speedup"] = "interrupt_storm"
-        res["findings"].append(integ.finding(
-            "interrupt_storm", f"the judge's core took {rates[0]:.1f} interrupts per ms while the reference's room "
-            f"ran, against {rates[1]:.1f} while the candidate's did: interrupts (timers it armed, most likely) "
-            "billed to the reference's time; its times earn no speedup", severity="warning", confidence="probable"))
-    elif extra_idle > max(IDLE_CLOCK_MS, IDLE_CPU_SHARE * sum(b.cpu_ms)):
-        res["timing"]["no_speedup"] = "work_while_idle"
-        res["findings"].append(integ.finding(
-            "work_while_idle", f"the candidate's processes used {b.idle_cpu_ms:.1f} ms of CPU in the "
-            f"{t.idle_wall_ms:.0f} ms between its calls (while the judge wrote inputs and timed the reference; "
-            f"the reference's room {a.idle_cpu_ms:.1f} ms between its own), against {sum(b.cpu_ms):.1f} ms in "
-            "them: work ahead of its timed calls or after answering them; its times earn no speedup",
-            severity="warning", confidence="probable"))
-    elif statistics.median(b.room_ms) < 0.9 * statistics.median(b.own_cpu_ms) - 0.002:
+    if not _between_calls(res, t, "while the judge wrote inputs and timed the reference") and \
+            statistics.median(b.room_ms) < 0.9 * statistics.median(b.own_cpu_ms) - 0.002:
         # an honest room's clock over its forward counts at least that forward's thread CPU
         res["findings"].append(integ.finding(
             "timing_contradicted", f"the room reported {statistics.median(b.room_ms):.4f} ms per call, less than "
@@ -1065,6 +1103,31 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
             "clock (not used: the candidate is timed by its processes' CPU)", severity="warning", confidence="probable"))
     if stats["median_ms"] <= 0:  # no work takes no time; too short to tell: as eager
         _rescale(stats, statistics.median(eager), 0.0)
+
+
+def _between_calls(res: dict[str, Any], t: Timed, meanwhile: str) -> bool:
+    """On the CPU clock, whether the candidate's lanes earn no speedup for what happened between its
+    calls (`meanwhile`: what the judge did then): interrupts on the core billed to the reference's
+    calls beyond STORM_MARGIN, or its processes' CPU beyond IDLE_CLOCK_MS and IDLE_CPU_SHARE of its
+    calls' over the reference's. Sets no_speedup and the finding."""
+    a, b = t.reference, t.candidate
+    rates, extra_idle = interrupt_rates(t), max(0.0, b.idle_cpu_ms - a.idle_cpu_ms)
+    if rates and rates[0] - rates[1] > STORM_MARGIN:
+        res["timing"]["no_speedup"] = "interrupt_storm"
+        res["findings"].append(integ.finding(
+            "interrupt_storm", f"the judge's core took {rates[0]:.1f} interrupts per ms while the reference's room "
+            f"ran, against {rates[1]:.1f} while the candidate's did: interrupts (timers it armed, most likely) "
+            "billed to the reference's time; its times earn no speedup", severity="warning", confidence="probable"))
+        return True
+    if extra_idle > max(IDLE_CLOCK_MS, IDLE_CPU_SHARE * sum(b.cpu_ms)):
+        res["timing"]["no_speedup"] = "work_while_idle"
+        res["findings"].append(integ.finding(
+            "work_while_idle", f"the candidate's processes used {b.idle_cpu_ms:.1f} ms of CPU in the "
+            f"{t.idle_wall_ms:.0f} ms between its calls ({meanwhile}; the reference's room {a.idle_cpu_ms:.1f} ms "
+            f"between its own), against {sum(b.cpu_ms):.1f} ms in them: work ahead of its timed calls or after "
+            "answering them; its times earn no speedup", severity="warning", confidence="probable"))
+        return True
+    return False
 
 
 def _cpu_batch_bound(stats: dict[str, float], eager_ms: float, batches: Batches | None,
@@ -1339,30 +1402,41 @@ def physical_floor(res: dict[str, Any], p: Prepared, t: Timed, spec: dict[str, A
             f"({lowest.note}): impossible for honest work"))
 
 
-def _both_alone(timing: dict[str, Any], alone: Timed, beside_ms: float) -> None:
+def _both_alone(res: dict[str, Any], alone: Timed, after: Lane, beside_ms: float) -> None:
     """On the CPU clock, where eager alone came out lower than beside the candidate (`beside_ms`): the
     candidate's time lowered as much (rooms taking turns on one core evict each other's caches, each
-    slower beside the other than alone), but no speedup beyond CPU_ALONE_SLACK over eager alone
-    against the candidate's better time, alone or in its single calls beside eager (`alone`: the
-    candidate's room timed just before it was closed, charged as beside eager, and eager's after),
-    so that a room slowing eager's calls beside it gains at most that. Where the batches ran, both
-    times are credited as the single calls are (_cpu_batch_bound: no gain within the door and
-    harness, which a lean room skips). Its better time: the two alone phases run one after the
-    other, and a stretch of a slow host in the candidate's is no sign of anything; for the same
-    reason its time alone is its ALONE_QUANTILE call over eager alone's, in eager alone's median."""
+    slower beside the other than alone), but no speedup beyond CPU_ALONE_SLACK over its speedup
+    alone (_alone_speedup) against its better time, alone or in its single calls beside eager, so
+    that a room slowing eager's calls beside it gains at most that. `alone`: both rooms timed alone in
+    turns before the candidate's was closed (time_both_alone), the candidate's charged as beside
+    eager; `after`: eager timed alone once it was. Where the batches ran, both times are credited as
+    the single calls are (_cpu_batch_bound: no gain within the door and harness, which a lean room
+    skips). What it did between its calls alone earns it no speedup as beside (_between_calls)."""
+    timing = res["timing"]
     cand, batch = timing["candidate"], timing.get("batch") or {}
-    eager_calls, cand_calls = _clock(alone.reference, alone.reference), _charged_clock(alone)[0]
-    eager_ms = statistics.median(eager_calls)
+    cand_calls, eager_ms = _charged_clock(alone)[0], timing["eager"]["median_ms"]
     timing["candidate_alone"] = _stats(cand_calls)
-    like_eager = _quantile(cand_calls, ALONE_QUANTILE) * eager_ms / max(_quantile(eager_calls, ALONE_QUANTILE), 1e-9)
+    like_eager = eager_ms / _alone_speedup(cand_calls, _clock(alone.reference, alone.reference), _clock(after, after))
     own_alone = _credited(like_eager, eager_ms, batch.get("skippable_ms", 0.0))
     own = min(own_alone, batch.get("single_credited_ms", cand["median_ms"]))
     _rescale(cand, max(cand["median_ms"] * eager_ms / beside_ms, own / (1 + CPU_ALONE_SLACK)), cand["median_ms"])
     if batch.get("note"):  # its figures were the times beside eager
         batch["note"] += f"; then eager was timed alone, and the candidate with it, at {cand['median_ms']:.4g} ms"
-    timing["eager_note"] += (f"; the candidate, timed alone too ({timing['candidate_alone']['median_ms']:.4g} ms), "
-                             f"was given its speedup beside it, up to {1 + CPU_ALONE_SLACK:.3g}x eager alone's over "
-                             "its better time")
+    timing["eager_note"] += (f"; the candidate, timed alone too, in turns with eager "
+                             f"({timing['candidate_alone']['median_ms']:.4g} ms), was given its speedup beside it, "
+                             f"up to {1 + CPU_ALONE_SLACK:.3g}x its speedup alone")
+    if not timing.get("no_speedup"):
+        _between_calls(res, alone, "while eager was timed alone")
+
+
+def _alone_speedup(cand: list[float], eager_in_turns: list[float], eager_after: list[float]) -> float:
+    """The candidate's speedup alone, each lane at its ALONE_QUANTILE: over eager in turns with it
+    (drift falls on both), but no more than over eager once its room was closed (where a live room's
+    timers could not bill eager's calls) times 1 + ALONE_DRIFT, nor above 1.0 unless that says so
+    too."""
+    q = functools.partial(_quantile, q=ALONE_QUANTILE)
+    in_turns, one_after = q(eager_in_turns) / max(q(cand), 1e-9), q(eager_after) / max(q(cand), 1e-9)
+    return min(in_turns, max(one_after, 1.0), (1 + ALONE_DRIFT) * one_after)
 
 
 def needs_compile_timed(spec: dict[str, Any], res: dict[str, Any]) -> bool:
@@ -1374,11 +1448,12 @@ def needs_compile_timed(spec: dict[str, Any], res: dict[str, Any]) -> bool:
 
 
 def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alone: Lane | None,
-              candidate_alone: Lane | None = None) -> None:
+              both_alone: Timed | None = None) -> None:
     """Eager: the interleaved time, or the reference's room timed alone after the candidate's room
     was ended where that is lower (slowing the reference's room down gains the candidate nothing);
     `alone` is None where the interleaved time agrees with the task's clean one (eager_agrees). On
-    the CPU clock the candidate's room was timed alone too (`candidate_alone`): _both_alone.
+    the CPU clock both rooms were timed alone too, in turns, before the candidate's was closed
+    (`both_alone`, time_both_alone): _both_alone.
     torch.compile: cached per task by check.py; where it is not, timed by the baseline worker
     check.py started (`compile_baseline_pending`), else here, after the rooms are gone (compiled
     before the check's memory share where check.py asked for `compile_in_judge`: prepare._compile_ahead)."""
@@ -1392,8 +1467,8 @@ def baselines(spec: dict[str, Any], res: dict[str, Any], p: Prepared, stage, alo
                                     f"{alone_stats['median_ms']:.4g} ms alone; the lower is used")
             timing["eager"] = alone_stats
             batch, cand = timing.get("batch") or {}, timing["candidate"]
-            if candidate_alone is not None:  # the CPU clock
-                _both_alone(timing, Timed(alone, candidate_alone, cpu_clock=True), beside_ms)
+            if both_alone is not None:  # the CPU clock
+                _both_alone(res, both_alone, alone, beside_ms)
             elif batch.get("room_ms") and batch.get("speedup"):  # the batches' speedup, or the room's if lower
                 _rescale(cand, max(batch["room_ms"], alone_stats["median_ms"] / batch["speedup"]), cand["median_ms"])
             elif batch.get("room_ms") and batch.get("unverified"):  # capped as in judge_times, at eager's new time
