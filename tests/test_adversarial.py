@@ -688,7 +688,7 @@ def test_on_the_cpu_clock_eager_alone_lowers_the_candidate_as_much_up_to_its_pai
 def test_on_the_cpu_clock_the_speedup_alone_is_taken_in_turns_within_what_eager_after_the_close_allows(
         cand_alone, eager_in_turns, eager_after, beside, speedup):
     """The candidate's speedup alone is over eager timed in turns with it (a slow stretch of the host
-    falls on both: one phase after the other put honest candidates below 0.9x in 10 of 56 checks),
+    falls on both: one phase after the other put honest candidates below 0.9x in 5 of 45 checks),
     but while its room is alive its timers can bill eager's calls (atk_irq_volley): no more than over
     eager after the close times 1 + ALONE_DRIFT, nor above parity unless that says so too."""
     from types import SimpleNamespace

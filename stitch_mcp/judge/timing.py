@@ -139,7 +139,7 @@ ALONE_CHECKED = 4  # of the candidate's calls timed alone, these are checked wha
 # least ALONE_BLOCK calls each, so that the host's slow stretches fall on both. Timed one phase after
 # the other (the candidate's, then eager's once the candidate's room was closed), whole phases
 # differed by up to 1.6x at their 10% quantiles, and honest candidates running eager's own relu came
-# out below 0.9x in 10 of 56 checks beside two busy loops, against 6 of 156 in turns (2-core host,
+# out below 0.9x in 5 of 45 checks beside two busy loops, against 6 of 156 in turns (2-core host,
 # 2026-11-28). The room going first alternates from round to round.
 ALONE_ROUNDS = 10
 ALONE_BLOCK = 5
