@@ -651,7 +651,7 @@ def _in_turns(eager, candidate):
 
 @pytest.mark.parametrize("eager_beside, eager_alone, cand_beside, cand_alone, timed", [
     (1.0, 0.8, 1.0, 0.8, 0.8),  # honest, the same work: both rooms slower beside each other, 1.0x either way
-    (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone phase a little slower (they run one after the other): as beside
+    (1.0, 0.8, 1.0, 0.9, 0.8),  # its alone lane a little slower (noise within the cap): as beside
     (1.0, 0.97, 1.0, 1.2, 0.97),  # a slow stretch in its alone phase, none in eager's: as beside
     (1.0, 0.5, 0.5, 0.5, 0.5 / 1.15),  # eager slowed 2x beside it, not itself: 1.15x its pair alone, not 2x
     (1.0, 0.5, 0.5, 0.9, 0.5 / 1.15),  # the same, and slower alone: the better of its times counts
