@@ -49,6 +49,7 @@ from stitch_mcp.cgroups import CGROUP_PARENT, cgroup_unavailable, kill_cgroup
 from stitch_mcp.config import get_settings
 from stitch_mcp.cpusets import Cpuset, slot_cpuset
 from stitch_mcp.cpusets import unavailable as cpuset_unavailable
+from stitch_mcp.syscall_filter import unavailable as syscall_filter_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -502,6 +503,10 @@ def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool 
         mech.append("cgroup v2 memory+pids per slot")
     if not cpuset_unavailable():
         mech.append("cgroup cpuset per slot: held to the core it is timed on")
+    if keyrings := syscall_filter_unavailable():
+        warn.append(f"kernel keyrings not denied ({keyrings}): a key a candidate adds as its slot's uid outlives it")
+    else:
+        mech.append("seccomp in rooms and profiled programs: kernel keyrings (per uid, they outlive a room) denied")
     return Isolation(level=level, mechanisms=mech, warnings=warn)
 
 

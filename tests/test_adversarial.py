@@ -903,6 +903,13 @@ def test_on_a_cpu_a_room_never_sees_what_the_other_room_wrote():
     assert "timed_output_mismatch" not in codes(r)
 
 
+def test_a_room_can_leave_nothing_in_the_kernels_keyrings_for_the_rooms_after_it():
+    """Keyrings belong to a uid, and a slot's rooms share one: a key added by one check was read by the
+    next check on its slot (red team, 2026-11-28). Every key call a room makes is refused (EPERM)."""
+    r = judge(attack_source("atk_keyring"))
+    assert r.verdict == "pass", r.summary
+
+
 def test_a_room_that_punches_holes_in_its_shared_buffers_gains_nothing():
     """A room that takes away the pages of its batch output buffers while it is not asked anything
     (fallocate PUNCH_HOLE), so that a room mapping the same buffers faults them in on every call of
