@@ -271,7 +271,7 @@ def _repeat_pair(ctx, ref: str, cand: str, calls: int) -> dict:
         # a fresh workspace: eager re-timed too
         configure(data_dir=str(ctx["work"] / f"repeat-data-{Path(cand).stem}-{i}"))
         r = compile_and_check(reference=ref, candidate=cand, timing=True, compare_compile=False)
-        rows.append({"verdict": r.verdict, "speedup_vs_eager": r.speedup_vs_eager,
+        rows.append({"verdict": r.verdict, "speedup_vs_eager": r.speedup_vs_eager, **_host_state(ctx),
                      "candidate_ms": r.timing.candidate.median_ms if r.timing.candidate else None,
                      "candidate_cv": r.timing.candidate.cv if r.timing.candidate else None,
                      "eager_ms": r.timing.eager.median_ms if r.timing.eager else None,
@@ -281,11 +281,31 @@ def _repeat_pair(ctx, ref: str, cand: str, calls: int) -> dict:
            "speedup": stats([r["speedup_vs_eager"] for r in rows]),
            "candidate_ms": stats([r["candidate_ms"] for r in rows]),
            "eager_ms": stats([r["eager_ms"] for r in rows])}
+    if not ctx["gpu"]:
+        out["host_memory_us"] = stats([r["host_memory_us"] for r in rows])
+        out["host_compute_us"] = stats([r["host_compute_us"] for r in rows])
     if ctx["gpu"]:
         configure(data_dir=str(ctx["work"] / f"repeat-data-{Path(cand).stem}-0"))
         out["ncu"] = _ncu_agreement(ref, cand, out["candidate_ms"].get("median"))
     configure()
     return out
+
+
+HOST_SAMPLE_S = 0.5  # per core, after each check
+
+
+def _host_state(ctx) -> dict:
+    """On a CPU, how fast this host ran memory-bound and compute-bound work just after a check
+    (tools/host_noise.py, HOST_SAMPLE_S on each core, the slower core's): a C++ loop against eager's
+    relu gets a speedup that moves with the host's memory speed, which moved 1.35x within a minute on
+    a quiet 2-vCPU guest (2026-11-28), so each repeat row says how far the host itself moved."""
+    if ctx["gpu"]:
+        return {}
+    from host_noise import sample
+
+    windows = [sample(HOST_SAMPLE_S, HOST_SAMPLE_S, core, echo=False)[0] for core in sorted(os.sched_getaffinity(0))]
+    return {"host_memory_us": max(w["memory_us"] for w in windows),
+            "host_compute_us": max(w["compute_us"] for w in windows)}
 
 
 def _ncu_agreement(ref: str, cand: str, reported_ms: float | None) -> dict:
@@ -429,7 +449,9 @@ def render(parts: dict, gpu: bool) -> str:
               f"(eager re-timed every call)" + (f", beside {r['busy_loops']} busy loops" if r.get("busy_loops") else "")
               + f"; method: {r['calls'][0]['method']}.", "",
               "| quantity | median | min | max | max/min | CV |", "|---|---:|---:|---:|---:|---:|"]
-        for name, s in (("speedup vs eager", sp), ("candidate ms", cm), ("eager ms", em)):
+        for name, s in (("speedup vs eager", sp), ("candidate ms", cm), ("eager ms", em),
+                        ("host: memory-bound call us (after each check)", r.get("host_memory_us")),
+                        ("host: compute-bound call us (after each check)", r.get("host_compute_us"))):
             if s:
                 L.append(f"| {name} | {s['median']:.4g} | {s['min']:.4g} | {s['max']:.4g} | {s['spread']} | {s['cv']} |")
         if r.get("ncu"):

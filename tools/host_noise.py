@@ -46,12 +46,21 @@ def _busy_loops(count: int, core: int | None) -> list[subprocess.Popen]:
     return [subprocess.Popen(loop) for _ in range(count)]
 
 
-def sample(seconds: float, window_s: float, core: int) -> list[dict[str, float]]:
-    """Per window: the QUANTILE call of each kind of work, in microseconds."""
+def sample(seconds: float, window_s: float, core: int, echo: bool = True) -> list[dict[str, float]]:
+    """Per window: the QUANTILE call of each kind of work, in microseconds (printed with `echo`)."""
     import torch
 
+    own, threads = os.sched_getaffinity(0), torch.get_num_threads()
     torch.set_num_threads(1)
     os.sched_setaffinity(0, {core})
+    try:
+        return _windows(torch, seconds, window_s, echo)
+    finally:  # as it was: tools/bench_suite.py samples between checks in its own process
+        os.sched_setaffinity(0, own)
+        torch.set_num_threads(threads)
+
+
+def _windows(torch, seconds: float, window_s: float, echo: bool) -> list[dict[str, float]]:
     ins = _shared(torch, CALLS * FLOATS * 4).view(CALLS, FLOATS)
     outs = _shared(torch, CALLS * FLOATS * 4).view(CALLS, FLOATS)
     pool = torch.rand(3 * CALLS, FLOATS) - 0.5
@@ -73,8 +82,9 @@ def sample(seconds: float, window_s: float, core: int) -> list[dict[str, float]]
                 compute.append((time.thread_time() - t1) / CALLS * 1e6)
             windows.append({"at_s": round(seconds - (end - time.monotonic()), 1),
                             "memory_us": _quantile(memory), "compute_us": _quantile(compute)})
-            print(f"{windows[-1]['at_s']:6.1f} s  memory-bound {windows[-1]['memory_us']:6.1f} us  "
-                  f"compute-bound {windows[-1]['compute_us']:6.1f} us", flush=True)
+            if echo:
+                print(f"{windows[-1]['at_s']:6.1f} s  memory-bound {windows[-1]['memory_us']:6.1f} us  "
+                      f"compute-bound {windows[-1]['compute_us']:6.1f} us", flush=True)
     return windows
 
 
