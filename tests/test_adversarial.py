@@ -1537,3 +1537,20 @@ def test_a_room_idling_through_its_smaller_batches_gains_at_most_the_doors_sprea
         batches = _per_call(walls(0.3, 0.05, idled), 16, [0.0, 0.0], door=0.1)
         assert batches.reference_ms == pytest.approx(0.05)
         assert batches.candidate_ms == pytest.approx(0.05 if not idled else (1.1 - 0.3 - 0.1) / 16)
+
+
+def test_on_the_cpu_clock_each_round_of_batches_runs_in_an_order_drawn_afresh():
+    """A batch inherits from the one before it (caches, the judge's work after it). In a fixed order
+    the candidate's two sizes each followed the reference's harness of the same size, and eager's
+    own relu as the candidate came out at 0.84-0.93x in loaded checks (2026-11-28). Every round
+    holds each lane's two sizes once, and across rounds each batch follows every other kind."""
+    from stitch_mcp.judge.timing import CPU_LANES, _cpu_round_order
+
+    kinds = {(larger, lane[0]) for larger in (False, True) for lane in CPU_LANES}
+    followed: dict[tuple, set] = {kind: set() for kind in kinds}
+    for _ in range(400):
+        order = [(larger, lane[0]) for larger, lane in _cpu_round_order()]
+        assert sorted(order) == sorted(kinds)
+        for before, after in zip(order, order[1:]):
+            followed[after].add(before)
+    assert all(followed[kind] == kinds - {kind} for kind in kinds), followed
