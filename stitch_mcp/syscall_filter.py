@@ -6,7 +6,7 @@ a uid, not to a process or a namespace this project makes: a room runs as its sl
 candidate added to its user keyring outlived the room and was read by the next candidate on that
 slot, another task's included (red team, 2026-11-28: a count of earlier checks carried from one
 check to the next). Docker's default profile denies the same calls for the same reason. They fail
-with EPERM, as where keyrings are not allowed; nothing a kernel, its build or PyTorch does uses them.
+with EPERM, as where keyrings are not allowed; nothing PyTorch, CUDA or a compiler does uses them.
 
 Syscalls of another ABI than the process's own (i386's `int 0x80` on x86_64, x32's numbers) are
 denied whole: their numbers differ, and nothing honest here makes them.
@@ -77,4 +77,5 @@ def deny_keyrings() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     prog = ctypes.create_string_buffer(fprog, len(fprog))
     if libc.syscall(_ARCHES[arch][1], _SET_MODE_FILTER, _FILTER_FLAG_TSYNC, prog) != 0:
-        raise OSError(ctypes.get_errno() or errno.EINVAL, os.strerror(ctypes.get_errno() or errno.EINVAL))
+        code = ctypes.get_errno() or errno.EINVAL  # TSYNC: a positive return names a thread that refused
+        raise OSError(code, f"seccomp(SET_MODE_FILTER): {os.strerror(code)}")

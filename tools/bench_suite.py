@@ -281,12 +281,12 @@ def _repeat_pair(ctx, ref: str, cand: str, calls: int) -> dict:
            "speedup": stats([r["speedup_vs_eager"] for r in rows]),
            "candidate_ms": stats([r["candidate_ms"] for r in rows]),
            "eager_ms": stats([r["eager_ms"] for r in rows])}
-    if not ctx["gpu"]:
-        out["host_memory_us"] = stats([r["host_memory_us"] for r in rows])
-        out["host_compute_us"] = stats([r["host_compute_us"] for r in rows])
     if ctx["gpu"]:
         configure(data_dir=str(ctx["work"] / f"repeat-data-{Path(cand).stem}-0"))
         out["ncu"] = _ncu_agreement(ref, cand, out["candidate_ms"].get("median"))
+    else:
+        out["host_memory_us"] = stats([r["host_memory_us"] for r in rows])
+        out["host_compute_us"] = stats([r["host_compute_us"] for r in rows])
     configure()
     return out
 
