@@ -40,7 +40,7 @@ from stitch_mcp.door import (
     Rehearse,
     Run,
 )
-from stitch_mcp.syscall_filter import deny_keyrings
+from stitch_mcp.syscall_filter import restrict as restrict_syscalls
 
 PROGRAM_MODULE = "candidate"
 
@@ -415,7 +415,7 @@ def _poison_free_memory(targets: list[Any], device: str) -> None:
 
 
 def main() -> int:
-    deny_keyrings()  # before any candidate code: kernel state a room could leave to the next
+    restrict_syscalls()  # before any candidate code: kernel state a room could leave to the next
     door = Door.from_fd(int(os.environ.pop("STITCH_DOOR_FD")), COMMANDS, reuse_calls=True)
     import importlib
 

@@ -503,10 +503,12 @@ def _describe(level: Level, uid: int | None, network: bool, pid_namespace: bool 
         mech.append("cgroup v2 memory+pids per slot")
     if not cpuset_unavailable():
         mech.append("cgroup cpuset per slot: held to the core it is timed on")
-    if keyrings := syscall_filter_unavailable():
-        warn.append(f"kernel keyrings not denied ({keyrings}): a key a candidate adds as its slot's uid outlives it")
+    if why := syscall_filter_unavailable():
+        warn.append(f"no syscall filter ({why}): a candidate can leave keys in its slot uid's keyrings, and read and "
+                    "clear which files are in the page cache, for the checks after it")
     else:
-        mech.append("seccomp in rooms and profiled programs: kernel keyrings (per uid, they outlive a room) denied")
+        mech.append("seccomp in rooms and profiled programs: keyrings, exact page-cache residency and new "
+                    "namespaces refused (state that outlives a room)")
     return Isolation(level=level, mechanisms=mech, warnings=warn)
 
 

@@ -903,10 +903,11 @@ def test_on_a_cpu_a_room_never_sees_what_the_other_room_wrote():
     assert "timed_output_mismatch" not in codes(r)
 
 
-def test_a_room_can_leave_nothing_in_the_kernels_keyrings_for_the_rooms_after_it():
-    """Keyrings belong to a uid, and a slot's rooms share one: a key added by one check was read by the
-    next check on its slot (red team, 2026-11-28). Every key call a room makes is refused (EPERM)."""
-    r = judge(attack_source("atk_keyring"))
+def test_a_room_can_leave_no_state_in_the_kernel_for_the_rooms_after_it():
+    """Keyrings belong to the slot's uid, and the page cache to the host: a key one check added, and
+    which torch headers were cached, were read by the next check (red team, 2026-11-28). A room's key
+    calls, exact page-cache reads and drops, and new namespaces are refused (EPERM)."""
+    r = judge(attack_source("atk_leave_state"))
     assert r.verdict == "pass", r.summary
 
 

@@ -297,9 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--build-root", default="", help="compile_and_check's build cache to import extensions from")
     args = p.parse_args(argv)
     if args.mode == "ncu":  # the candidate's code runs here, as in a room (stitch_mcp.room)
-        from stitch_mcp.syscall_filter import deny_keyrings
+        from stitch_mcp.syscall_filter import restrict
 
-        deny_keyrings()
+        restrict()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
