@@ -11,7 +11,8 @@ one check to the next, across slots, tasks and data folders (red team, 2026-11-2
   making an eight-bit counter that the next check read back. Refused: `mincore`, `cachestat`,
   `RWF_NOWAIT` reads and writes, the advice that drops pages (`fadvise` DONTNEED, `madvise`
   COLD/PAGEOUT, `process_madvise`), and io_uring (which reads without waiting too). What is left is
-  timing a read, a noisy channel that reading alone cannot clear.
+  timing a read: a room can mark files by reading them, and tell cached from not, but not unmark
+  them (only the host's own memory pressure does).
 - New namespaces (`unshare`, `setns`, `clone` with CLONE_NEW* flags; `clone3`, whose flags a filter
   cannot see, answers ENOSYS so that libc falls back to `clone`): a room could make itself root
   of a user namespace of its own, with all the kernel that opens to it.
