@@ -1268,6 +1268,11 @@ def test_on_the_cpu_clock_a_call_is_its_rooms_cpu_less_the_doors(cand_cpu, claim
     assert res["timing"]["candidate"]["median_ms"] == pytest.approx(timed_ms, rel=1e-6), res["timing"]
     assert res["timing"]["eager"]["median_ms"] == pytest.approx(0.07, rel=1e-6)
     assert "timing_cpu_clock" in res["checks_run"] and "CPU time" in res["timing"]["method"]
+    # what was charged, and for which of the two, so that the Coder can tell its work from the host's
+    between, waiting = (idle - 0.2) / 20, max(0.0, waited + 0.3 - 1.5 * 0.3) if waited else 0.0
+    said = (f"({between:.4f} ms for its CPU between calls, {waiting:.4f} ms for its waiting)"
+            if between or waiting else "charged")
+    assert (said in res["timing"]["method"]) == bool(between or waiting), res["timing"]["method"]
 
 
 def _busy_turns(n: int, every: int, turn_ms: float, judge_queued: bool) -> tuple[list[float], list[float]]:

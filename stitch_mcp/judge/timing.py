@@ -1057,13 +1057,13 @@ def _low_mean(values: list[float], share: float) -> float:
     return sum(kept) / len(kept)
 
 
-def _charged_clock(t: Timed) -> tuple[list[float], float]:
+def _charged_clock(t: Timed) -> tuple[list[float], tuple[float, float]]:
     """On the CPU clock, the candidate's time per call (_clock) with what is charged to each call
     added: its processes' CPU between calls beyond the reference's, and its waiting (_waited_ms);
-    and that charge."""
+    and those two charges."""
     a, b = t.reference, t.candidate
-    charged = max(0.0, b.idle_cpu_ms - a.idle_cpu_ms) / len(b.cpu_ms) + _waited_ms(t)
-    return [c + charged for c in _clock(b, a)], charged
+    idle, waited = max(0.0, b.idle_cpu_ms - a.idle_cpu_ms) / len(b.cpu_ms), _waited_ms(t)
+    return [c + idle + waited for c in _clock(b, a)], (idle, waited)
 
 
 def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
@@ -1093,9 +1093,10 @@ def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
                                  "noise_ms": _iqr(_door_samples(a)),
                                  "after_ms": 0.0, "reference_after_ms": 0.0},
                      "harness_ms": skippable, "harness_withheld": bool(batch.pop("harness_withheld", False))}
-    if charged > 0:
-        res["timing"]["method"] += (f"; {charged:.4f} ms charged to each candidate call for its CPU between calls "
-                                    "and its waiting, beyond the reference's")
+    if sum(charged) > 0:  # which of the two: a room working between calls, or waiting on the host
+        res["timing"]["method"] += (f"; {sum(charged):.4f} ms charged to each candidate call beyond the reference's "
+                                    f"({charged[0]:.4f} ms for its CPU between calls, {charged[1]:.4f} ms for its "
+                                    "waiting)")
     if batch:
         res["timing"]["batch"] = batch
         sizes = f"{batch['calls']} calls" + (f" the candidate's, {batch['reference_calls']} the reference's"
