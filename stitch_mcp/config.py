@@ -45,6 +45,9 @@ class Settings(BaseSettings):
                              "their check comes (0.3-0.5 s of every check on an H100); each holds ~0.6 GB of the GPU, "
                              "kept out of the checks' memory shares")
     max_source_bytes: int = Field(1_000_000, gt=0, description="largest reference or candidate accepted")
+    room_memory_gb: float | None = Field(None, gt=0, description="most memory one room's processes may use (a "
+                                         "cgroup's memory.max, else RLIMIT_AS for CPU work); default: half the "
+                                         "host's memory")
     ncu_clock_control: Literal["none", "base"] = Field("none", description="ncu --clock-control")
     compare_compile: bool = Field(True, description="also time the reference under torch.compile")
     allowed_roots: str = Field("", description="os.pathsep-separated folders that paths may point into; "
@@ -100,6 +103,12 @@ def configure(**overrides) -> Settings:
     _overrides.update({k: v for k, v in overrides.items() if v is not None})
     get_settings.cache_clear()
     return get_settings()
+
+
+def overrides_env() -> dict[str, str]:
+    """What configure() set (command-line flags), as the STITCH_* variables a child process reads:
+    workers and the rooms they start read their settings from the environment."""
+    return {f"STITCH_{name.upper()}": str(value) for name, value in _overrides.items()}
 
 
 @lru_cache(maxsize=1)

@@ -20,9 +20,10 @@ CRASH_PATTERNS: list[tuple[str, str, str]] = [
     ("device_assert", "device-side assert", "a device-side assert fired"),
     ("cuda_oom", "cuda out of memory", "the GPU ran out of memory"),
     ("cuda_oom", "outofmemoryerror", "the GPU ran out of memory"),
-    ("host_oom", "memoryerror", "the host ran out of memory (or hit the worker's address-space limit)"),
-    ("host_oom", "can't allocate memory", "the host ran out of memory (or hit the worker's limit)"),
-    ("host_oom", "std::bad_alloc", "the host ran out of memory (std::bad_alloc)"),
+    ("host_oom", "memoryerror", "the host ran out of memory, or the room hit its memory cap (STITCH_ROOM_MEMORY_GB)"),
+    ("host_oom", "can't allocate memory", "the host ran out of memory, or the room hit its memory cap "
+                                          "(STITCH_ROOM_MEMORY_GB)"),
+    ("host_oom", "std::bad_alloc", "the host ran out of memory, or the room hit its memory cap (std::bad_alloc)"),
 ]
 
 

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from stitch_mcp.config import get_settings
 from stitch_mcp.correctness import StageError
 from stitch_mcp.door import (
     REPLIES,
@@ -110,6 +111,8 @@ class RoomClient:
         self.proc, self.door, self.workdir = proc, door, workdir
         self.model_class = model_class
         self.command = command  # the SandboxedCommand: its isolation, uid and cgroup
+        self.oom_kills = _oom_kills(command)  # its slot cgroup's count before it ran (memory.events)
+        self.memory_bytes = 0  # the memory cap it was started under (spawn)
         self.slot_lock: int | None = None
         self.deadline = deadline
         self.limit_s = 0.0  # the time limit behind the deadline, for the message when it runs out
@@ -161,6 +164,7 @@ class RoomClient:
         _live_rooms.add(proc.pid)
         room = cls(proc, Door(judge_end, REPLIES), workdir, command, time.monotonic() + READY_S, "ModelNew")
         room.slot_lock, room.gpu, room.parent, room.cuda_ahead = slot_lock, gpu, parent, cuda_ahead
+        room.memory_bytes = room_memory_bytes()  # a spare is taken only under the cap it started with (_fits)
         return room
 
     @classmethod
@@ -288,6 +292,9 @@ class RoomClient:
             kind, message = describe_signal(-code)
             if found and kind in ("abort", "killed"):
                 kind, message = found
+            elif kind == "killed" and _oom_kills(self.command) > self.oom_kills:
+                kind, message = "host_oom", (f"the candidate's process was killed for going over the room's memory "
+                                             f"cap ({self.memory_bytes / 2 ** 30:.3g} GB, STITCH_ROOM_MEMORY_GB)")
             return RoomGone(kind, message.replace("the worker", "the candidate's process"))
         if found:
             return RoomGone(*found)
@@ -555,8 +562,28 @@ def _sandboxed(argv: list[str], workdir: Path, env: dict[str, str], gpu: bool, s
 
     grants = [*_python_path(), *_toolchain(), *tools]
     policy = SandboxPolicy(workdir=workdir, read_only=[PACKAGE_ROOT, *map(Path, grants)],
-                           gpu=gpu, env=env, slot=slot, pids_max=512)
+                           gpu=gpu, env=env, slot=slot, pids_max=512, memory_bytes=room_memory_bytes())
     return sandboxed(argv, policy)
+
+
+def _oom_kills(command: Any) -> int:
+    """How many of its processes its slot's cgroup v2 has OOM-killed so far (0 without one)."""
+    try:
+        events = (command.cgroup / "memory.events").read_text().split()
+        return int(events[events.index("oom_kill") + 1])
+    except (AttributeError, TypeError, OSError, ValueError, IndexError):
+        return 0
+
+
+def room_memory_bytes() -> int:
+    """What one room's processes may use: STITCH_ROOM_MEMORY_GB, else half the host's memory. With
+    no cap a room took a 24 GB host down to its last 300 MB in 31 s: that starves the server, and
+    drops the page cache every room shares, which a room could then mark again for the checks after
+    it (red team, 2026-11-28)."""
+    import psutil
+
+    gb = get_settings().room_memory_gb
+    return int(gb * 2 ** 30) if gb else psutil.virtual_memory().total // 2
 
 
 @contextlib.contextmanager
@@ -596,8 +623,7 @@ def prestart(parent: Path, gpu: bool, count: int, subreaper: bool = False, cuda_
     if subreaper:
         _subreaper()
     with _spares_lock:
-        live = [r for r in _spares if r.proc.poll() is None and r.parent == parent and r.gpu == gpu
-                and r.cuda_ahead == cuda_ahead]
+        live = [r for r in _spares if r.proc.poll() is None and _fits(r, parent, gpu, cuda_ahead)]
         for _ in range(count - len(live)):
             _spares.append(RoomClient.spawn(parent, gpu, cuda_ahead))
 
@@ -608,10 +634,16 @@ def _take_spare(parent: Path, gpu: bool, cuda_ahead: str | None = None) -> "Room
             if room.proc.poll() is not None:
                 _spares.remove(room)
                 room.close()
-            elif room.parent == parent and room.gpu == gpu and room.cuda_ahead == cuda_ahead:
+            elif _fits(room, parent, gpu, cuda_ahead):
                 _spares.remove(room)
                 return room
     return None
+
+
+def _fits(room: "RoomClient", parent: Path, gpu: bool, cuda_ahead: str | None) -> bool:
+    """Whether a spare is the room a check asks for, under the memory cap it would be started with."""
+    return (room.parent == parent and room.gpu == gpu and room.cuda_ahead == cuda_ahead
+            and room.memory_bytes == room_memory_bytes())
 
 
 def drop_spares() -> None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stitch_mcp.config import overrides_env
 from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
 from stitch_mcp.events import COMPILING_BASELINE, WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
@@ -132,6 +133,7 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if inductor_dir:
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_dir)
     env.update(malloc_env())  # the judge's fresh inputs, as its rooms' tensors
+    env.update(overrides_env())  # the server's command-line settings (a room's memory cap, its sandbox)
     env.update(extra or {})
     return env
 

@@ -911,6 +911,26 @@ def test_a_room_can_leave_no_state_in_the_kernel_for_the_rooms_after_it():
     assert r.verdict == "pass", r.summary
 
 
+@pytest.fixture
+def room_memory_2gb():
+    old = get_settings().room_memory_gb
+    configure(room_memory_gb=2)
+    yield
+    configure(room_memory_gb=old)
+
+
+def test_a_room_cannot_take_the_hosts_memory(room_memory_2gb):
+    """A room's processes are held to STITCH_ROOM_MEMORY_GB (default half the host's memory; a
+    cgroup's memory.max, else RLIMIT_AS for CPU work): an uncapped room took a 24 GB host down to
+    its last 300 MB (red team, 2026-11-28). A room over it is stopped, and the check says so."""
+    from stitch_mcp.judge_room import room_memory_bytes
+
+    assert room_memory_bytes() == 2 * 2 ** 30
+    r = judge(attack_source("atk_host_memory", GB="3"))
+    assert r.verdict == "error", r.summary
+    assert r.error_kind == "host_oom" and "STITCH_ROOM_MEMORY_GB" in r.reasons[0], (r.error_kind, r.reasons)
+
+
 def test_a_room_that_punches_holes_in_its_shared_buffers_gains_nothing():
     """A room that takes away the pages of its batch output buffers while it is not asked anything
     (fallocate PUNCH_HOLE), so that a room mapping the same buffers faults them in on every call of
