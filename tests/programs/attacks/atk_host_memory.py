@@ -11,4 +11,4 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         hog = torch.ones(int(@GB@ * 2 ** 30) // 4)  # written: resident, not only reserved
-        return torch.relu(x) + hog[:1] * 0
+        return torch.relu(x) + float(hog[0]) * 0
