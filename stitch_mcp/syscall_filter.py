@@ -10,9 +10,10 @@ one check to the next, across slots, tasks and data folders (red team, 2026-11-2
   read it with `preadv2(RWF_NOWAIT)` and cleared it with `posix_fadvise(DONTNEED)`, eight headers
   making an eight-bit counter that the next check read back. Refused: `mincore`, `cachestat`,
   `RWF_NOWAIT` reads and writes, the advice that drops pages (`fadvise` DONTNEED, `madvise`
-  COLD/PAGEOUT, `process_madvise`), and io_uring (which reads without waiting too). What is left is
-  timing a read: a room can mark files by reading them, and tell cached from not, but not unmark
-  them (only the host's own memory pressure does).
+  COLD/PAGEOUT, `process_madvise`), and io_uring (which reads without waiting too). What is left:
+  timing a read, or a mapping's `/proc/self/pagemap` after fault-around, still tells cached pages
+  from not (red team, 2026-11-28), and reading marks them; only pressure on the host's memory
+  unmarks them, which the rooms' memory cap limits (judge_room.room_memory_bytes).
 - New namespaces (`unshare`, `setns`, `clone` with CLONE_NEW* flags; `clone3`, whose flags a filter
   cannot see, answers ENOSYS so that libc falls back to `clone`): a room could make itself root
   of a user namespace of its own, with all the kernel that opens to it.
