@@ -430,7 +430,7 @@ class RoomClient:
         from stitch_mcp.integrity import finding
 
         procs = self._room_processes()
-        helpers = {p.pid for p in procs if _is_sandbox(p)}
+        helpers = {p.pid for p in procs if _is_sandbox(p) or _is_multiprocessing_helper(p)}
         rooms = {p.pid for p in procs if p.pid not in helpers and _is_room(p)}
         # a fork of the room runs the room's command line: it is told apart by its parent
         stray = [p for p in procs if p.pid not in helpers and (p.pid not in rooms or _ppid(p) in rooms)]
@@ -465,6 +465,19 @@ def _is_sandbox(p) -> bool:
         return True
     return bool(cmd) and (" ".join(cmd).startswith(("bwrap", "unshare", "setpriv")) or
                           os.path.basename(cmd[0]) in ("bwrap", "unshare", "setpriv"))
+
+
+# Python's multiprocessing starts these once and keeps them for the process's life, a pool closed or
+# not: an honest candidate that used a spawn or forkserver pool in __init__ was called a background
+# process (red team, 2026-11-28). They die with the room; their CPU is the room's, like any process's.
+MULTIPROCESSING_HELPERS = ("from multiprocessing.resource_tracker import main", "from multiprocessing.forkserver import main")
+
+
+def _is_multiprocessing_helper(p) -> bool:
+    try:
+        return any(helper in " ".join(p.cmdline()) for helper in MULTIPROCESSING_HELPERS)
+    except Exception:
+        return False
 
 
 def _ppid(p) -> int | None:

@@ -85,6 +85,14 @@ def cpp_cold():
 # ------------------------------------------------------------------ honest candidates
 
 
+def test_a_candidate_that_used_a_multiprocessing_pool_is_not_called_a_background_process():
+    """Python keeps its resource tracker and fork server running once a spawn or forkserver pool has
+    been used, closed or not (red team, 2026-11-28: a false background_processes)."""
+    r = check("ref_relu", "cand_relu_mp_pool")
+    assert r.verdict == "pass", r.summary
+    assert not [f for f in r.integrity.findings if f.code == "background_processes"], r.integrity.findings
+
+
 def test_honest_torch_candidate_passes_with_timing():
     r = check("ref_relu", "cand_relu_torch", timing=True)
     assert r.verdict == "pass", r.summary
