@@ -583,11 +583,16 @@ def test_a_room_that_storms_the_shared_core_with_interrupts_gains_nothing(fill):
     session 21). The judge counts the interrupts on its core while each room runs: where the
     reference's windows take far more than the candidate's, `interrupt_storm`, no speedup. Masked by
     timers of its own expiring while it sleeps in its batches, it got 1.2-1.5x in about half its
-    checks, until such idle batches no longer counted."""
+    checks, until such idle batches no longer counted. Since the batches run in an order drawn each
+    round, its timers land on whichever batch follows its own, and its batches showed 1.0-1.15x in 14
+    checks (2026-11-28): held, like any gain in batches, to 1 + CPU_BATCH_LOWERS of its single calls'
+    speedup (which the storm leaves at eager's own), it came out at 1.0-1.053x, or at that bound."""
+    from stitch_mcp.judge.timing import CPU_BATCH_LOWERS
+
     r = judge(attack_source("atk_interrupt_storm", **fill), timing=True)
     assert r.verdict == "pass", r.summary
-    assert r.speedup_vs_eager is not None and r.speedup_vs_eager < 1.1, (r.speedup_vs_eager, r.timing,
-                                                                        r.integrity.findings)
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager <= 1 + CPU_BATCH_LOWERS + 1e-9, (
+        r.speedup_vs_eager, r.timing, r.integrity.findings)
 
 
 def test_interrupt_volleys_that_slip_under_the_count_gain_nothing():
