@@ -470,7 +470,8 @@ def _is_sandbox(p) -> bool:
 # Python's multiprocessing starts these once and keeps them for the process's life, a pool closed or
 # not: an honest candidate that used a spawn or forkserver pool in __init__ was called a background
 # process (red team, 2026-11-28). They die with the room; their CPU is the room's, like any process's.
-MULTIPROCESSING_HELPERS = ("from multiprocessing.resource_tracker import main", "from multiprocessing.forkserver import main")
+MULTIPROCESSING_HELPERS = ("from multiprocessing.resource_tracker import main",
+                           "from multiprocessing.forkserver import main")
 
 
 def _is_multiprocessing_helper(p) -> bool:
