@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stitch_mcp.config import overrides_env
+from stitch_mcp.config import get_settings, overrides_env
 from stitch_mcp.crashes import CRASH_PATTERNS, classify_error_text  # noqa: F401  (re-exported)
 from stitch_mcp.outcomes import WorkerResult, _Capture, describe_signal, malloc_env  # noqa: F401  (re-exported)
 from stitch_mcp.events import COMPILING_BASELINE, WAITING_FOR_CANDIDATES, emit, stage  # noqa: F401  (emit, stage: re-exported)
@@ -145,7 +145,6 @@ def _inductor_dir() -> str | None:
     only by another uid (sandbox level "uid": the host's /tmp) could make first and fill. Rooms do
     not inherit it (judge_room.ROOM_ENV). None where it cannot be made: inductor's default then."""
     try:
-        from stitch_mcp.config import get_settings
         from stitch_mcp.sandbox import private_folder
 
         return str(private_folder(get_settings().inductor_dir))
@@ -222,8 +221,6 @@ def _forked(env: dict[str, str], keep: tuple[int, ...]) -> ForkedProcess | None:
     same numbers in it and stdin/stdout as Popen's PIPE/STDOUT; None where workers start afresh."""
     global _zygote, _zygotes_lost
     try:
-        from stitch_mcp.config import get_settings
-
         if not get_settings().fork_workers or _zygotes_lost >= ZYGOTE_TRIES:
             return None
     except Exception:  # a bad setting must not stop checks
@@ -264,8 +261,6 @@ def drop_zygote() -> None:
 def _room_parent() -> str:
     """Where a spare worker starts the candidate rooms it will judge (see _wait_for_order)."""
     try:
-        from stitch_mcp.config import get_settings
-
         return str(Path(get_settings().cache_dir).expanduser() / "work")
     except Exception:
         return ""
@@ -282,8 +277,6 @@ def _gpu_count() -> int:
 
     found = len(nvidia_devices())
     try:
-        from stitch_mcp.config import get_settings
-
         wanted = len(get_settings().gpu_indices)
     except Exception:
         wanted = 0
@@ -294,8 +287,6 @@ def _spare_count() -> int:
     """Spares to keep: `spare_workers` per GPU (each GPU's checks start a worker every second or
     two, faster than one import of torch), at most one without a GPU."""
     try:
-        from stitch_mcp.config import get_settings
-
         per_device = get_settings().spare_workers
     except Exception:  # a bad setting must not stop checks; the CLI reports it
         return 0
@@ -757,6 +748,7 @@ def _wait_for_order() -> Path | None:
     pinned_before = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ.clear()
     os.environ.update(order["env"])
+    get_settings.cache_clear()  # read at the zygote's or the spare's start: the order's settings now
     inductor = sys.modules.get("torch._inductor.config")  # imported by the warm-up: read its setting again
     if inductor is not None and os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "").isdigit():
         inductor.compile_threads = int(os.environ["TORCHINDUCTOR_COMPILE_THREADS"])
