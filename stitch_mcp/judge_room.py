@@ -593,7 +593,8 @@ def room_memory_bytes() -> int:
     """What one room's processes may use: STITCH_ROOM_MEMORY_GB, else half the host's memory. With
     no cap a room took a 24 GB host down to its last 300 MB in 31 s: that starves the server, and
     drops the page cache every room shares, which a room could then mark again for the checks after
-    it (red team, 2026-11-28)."""
+    it (red team, 2026-11-28). Only a cgroup v2 slot holds the room whole; RLIMIT_AS (without one)
+    holds each process alone, and not its tmpfs files or memfds (8.8 GB under a 2 GB cap, red team)."""
     import psutil
 
     gb = get_settings().room_memory_gb
