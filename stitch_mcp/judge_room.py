@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import select
@@ -595,10 +596,16 @@ def room_memory_bytes() -> int:
     drops the page cache every room shares, which a room could then mark again for the checks after
     it (red team, 2026-11-28). Only a cgroup v2 slot holds the room whole; RLIMIT_AS (without one)
     holds each process alone, and not its tmpfs files or memfds (8.8 GB under a 2 GB cap, red team)."""
+    gb = get_settings().room_memory_gb
+    return int(gb * 2 ** 30) if gb else _host_memory_bytes() // 2
+
+
+@functools.cache
+def _host_memory_bytes() -> int:
+    """The host's memory, read once (each room's spawn and every spare taken asks for the cap)."""
     import psutil
 
-    gb = get_settings().room_memory_gb
-    return int(gb * 2 ** 30) if gb else psutil.virtual_memory().total // 2
+    return psutil.virtual_memory().total
 
 
 @contextlib.contextmanager

@@ -1062,8 +1062,13 @@ def _charged_clock(t: Timed) -> tuple[list[float], tuple[float, float]]:
     added: its processes' CPU between calls beyond the reference's, and its waiting (_waited_ms);
     and those two charges."""
     a, b = t.reference, t.candidate
-    idle, waited = max(0.0, b.idle_cpu_ms - a.idle_cpu_ms) / len(b.cpu_ms), _waited_ms(t)
+    idle, waited = _extra_idle_ms(t) / len(b.cpu_ms), _waited_ms(t)
     return [c + idle + waited for c in _clock(b, a)], (idle, waited)
+
+
+def _extra_idle_ms(t: Timed) -> float:
+    """The CPU the candidate's processes used between its calls beyond what the reference's did."""
+    return max(0.0, t.candidate.idle_cpu_ms - t.reference.idle_cpu_ms)
 
 
 def judge_cpu_clock(res: dict[str, Any], t: Timed) -> None:
@@ -1124,7 +1129,7 @@ def _between_calls(res: dict[str, Any], t: Timed, meanwhile: str) -> bool:
     calls beyond STORM_MARGIN, or its processes' CPU beyond IDLE_CLOCK_MS and IDLE_CPU_SHARE of its
     calls' over the reference's. Sets no_speedup and the finding."""
     a, b = t.reference, t.candidate
-    rates, extra_idle = interrupt_rates(t), max(0.0, b.idle_cpu_ms - a.idle_cpu_ms)
+    rates, extra_idle = interrupt_rates(t), _extra_idle_ms(t)
     if rates and rates[0] - rates[1] > STORM_MARGIN:
         res["timing"]["no_speedup"] = "interrupt_storm"
         res["findings"].append(integ.finding(
